@@ -1,0 +1,5 @@
+import sys
+
+from fwbench.cli import main
+
+sys.exit(main())

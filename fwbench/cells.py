@@ -1,0 +1,88 @@
+"""Cells and trials: one point of the sweep, its stable readable id, and its paths.
+
+Framework-free. A cell's path is results/<run>/cells/<experiment>/<device>/<framework>/<model>/<cell>/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+FRAMEWORKS = ("pytorch", "tensorflow")
+STATUSES = ("ok", "oom", "timeout", "unsupported", "error", "crashed")
+
+# Each named mode is a matched pair: what each framework runs under that name.
+MODES = {
+    "eager": {"pytorch": "eager", "tensorflow": "eager"},
+    "idiomatic": {"pytorch": "eager", "tensorflow": "function"},
+}
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    """One point of the sweep: every axis value, nothing else."""
+
+    experiment: str
+    device: str
+    framework: str
+    model: str
+    phase: str
+    batch_size: int
+    input_shape: tuple[int, ...]
+    precision: str
+    mode: str
+    profile: str
+    num_classes: int = 10
+
+    @property
+    def shape_name(self) -> str:
+        return "x".join(map(str, self.input_shape))
+
+    @property
+    def name(self) -> str:
+        """The cell's folder name, e.g. ``train-b32-3x32x32-fp32-idiomatic-matched``."""
+        return (
+            f"{self.phase}-b{self.batch_size}-{self.shape_name}"
+            f"-{self.precision}-{self.mode}-{self.profile}"
+        )
+
+    @property
+    def id(self) -> str:
+        """Stable, readable id: experiment/device/framework/model/name."""
+        return f"{self.experiment}/{self.device}/{self.framework}/{self.model}/{self.name}"
+
+    @property
+    def pair_id(self) -> str:
+        """The id without the framework: the two cells that share it are compared."""
+        return f"{self.experiment}/{self.device}/{self.model}/{self.name}"
+
+    @property
+    def framework_mode(self) -> str:
+        """What this framework actually runs under the named mode pair."""
+        return MODES[self.mode][self.framework]
+
+    def directory(self, run: str) -> str:
+        return f"results/{run}/cells/{self.id}"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["input_shape"] = list(self.input_shape)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Cell:
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in d.items() if k in names}
+        values["input_shape"] = tuple(values["input_shape"])
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One fresh process measuring one cell; ``position`` is its place in the planned run order."""
+
+    cell: Cell
+    index: int
+    position: int
+
+    def path(self, run: str, suffix: str = "json") -> str:
+        return f"{self.cell.directory(run)}/trial-{self.index}.{suffix}"
+

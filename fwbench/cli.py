@@ -1,0 +1,58 @@
+"""Command line: ``python -m fwbench <command>``. Each command parses arguments and calls the library."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime, timezone
+
+from fwbench import provenance, results
+from fwbench.supervisor import Interrupted, stop_on_signals, supervise
+from fwbench.trial import thread_environment
+
+TRIAL_ENTRY = "fwbench.trial:measure_trial"
+
+
+def run_trial(settings: dict, result_path: str, env_path: str) -> dict:
+    """Measure one trial in a supervised child and write its result and provenance files."""
+    started = _now()
+    outcome = supervise(TRIAL_ENTRY, settings, timeout_s=settings["timeout_s"],
+                        memory_limit_mb=settings["memory_limit_mb"],
+                        env=thread_environment(settings["threads"]))
+    result = results.make_result(settings, outcome, started_at=started, ended_at=_now(),
+                                 workflow=provenance.git_state())
+    results.validate_trial(result)
+    results.write_json({**provenance.environment(), **result["versions"]}, env_path)
+    results.write_json(result, result_path)
+    return result
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _trial_command(args) -> int:
+    stop_on_signals()
+    try:
+        result = run_trial(json.loads(args.settings), args.result, args.env)
+    except Interrupted as exc:
+        print(f"fwbench: trial interrupted, nothing written: {exc}", file=sys.stderr)
+        return 130
+    times = result["iteration_ns"]
+    summary = f"median {sorted(times)[len(times) // 2] / 1e6:.3f} ms" if times else result["message"]
+    print(f"{result['cell_id']} trial {result['trial']}: {result['status']} ({summary})",
+          file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="fwbench", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    trial = commands.add_parser("trial", help="measure one trial (a workflow job runs this)")
+    trial.add_argument("--settings", required=True, help="the trial's settings as JSON (from the plan)")
+    trial.add_argument("--result", required=True, help="path of trial-<k>.json")
+    trial.add_argument("--env", required=True, help="path of trial-<k>.env.json")
+    trial.set_defaults(func=_trial_command)
+    args = parser.parse_args(argv)
+    return args.func(args)

@@ -1,0 +1,103 @@
+"""Validation of the sweep configuration against rules/schemas/config.schema.yaml.
+
+One error, naming the key and the bad value, before any job starts.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from fwbench.errors import ConfigError
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "rules" / "schemas" / "config.schema.yaml"
+
+
+def load_schema(path: Path = SCHEMA_PATH) -> dict:
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+def validate(config: dict, schema: dict | None = None) -> dict:
+    """Return a validated copy of ``config`` with the schema's defaults filled in.
+
+    Raises ConfigError with one message: which key, which value, what is allowed.
+    """
+    schema = schema or load_schema()
+    config = copy.deepcopy(dict(config))
+    errors = sorted(
+        jsonschema.Draft202012Validator(schema).iter_errors(config),
+        key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))),
+    )
+    if errors:
+        raise ConfigError(_describe(errors[0]))
+    _fill_defaults(config, schema)
+    _check_cross_fields(config)
+    return config
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    key = _key_name(error.absolute_path)
+    if error.validator == "additionalProperties":
+        unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        allowed = ", ".join(sorted(error.schema.get("properties", {})))
+        where = f" in {key}" if key != "<top level>" else ""
+        return f"config: unknown key {unknown[0]!r}{where}; allowed keys: {allowed}."
+    if error.validator == "required":
+        return f"config: {error.message} (in {key})."
+    if error.validator == "propertyNames":
+        return f"config key {key}: unknown name {error.instance!r}; {error.message}."
+    if error.validator == "uniqueItems":
+        return f"config key {key}: values must not repeat, got {error.instance!r}."
+    if error.validator == "minItems" and error.validator_value == 1:
+        return f"config key {key}: must list at least one value, got an empty list."
+    return f"config key {key}: {error.message}."
+
+
+def _key_name(path) -> str:
+    name = ""
+    for part in path:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return repr(name) if name else "<top level>"
+
+
+def _fill_defaults(config: dict, schema: dict) -> None:
+    for key, spec in schema.get("properties", {}).items():
+        if key not in config and "default" in spec:
+            config[key] = copy.deepcopy(spec["default"])
+    for key in ("warmup",):
+        sub = schema["properties"][key]
+        for name, spec in sub.get("properties", {}).items():
+            config[key].setdefault(name, spec.get("default"))
+    model_spec = schema["properties"]["models"]["additionalProperties"]["properties"]
+    for model in config["models"].values():
+        for name, spec in model_spec.items():
+            if name not in model and "default" in spec:
+                model[name] = copy.deepcopy(spec["default"])
+
+
+def _check_cross_fields(config: dict) -> None:
+    if config["warmup"]["min"] > config["warmup"]["max"]:
+        raise ConfigError(
+            f"config key 'warmup': min ({config['warmup']['min']}) must not exceed "
+            f"max ({config['warmup']['max']})."
+        )
+
+
+def check_threads(config: dict, cores: int) -> None:
+    """Refuse a thread count above the cores the scheduler grants, naming both."""
+    if config["threads"] > cores:
+        raise ConfigError(
+            f"config key 'threads': {config['threads']} threads per trial but Snakemake grants "
+            f"{cores} core(s); run with --cores {config['threads']} or more, or lower 'threads'."
+        )
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """Read and validate a YAML config file."""
+    with open(path) as f:
+        return validate(yaml.safe_load(f) or {})

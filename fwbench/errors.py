@@ -1,0 +1,30 @@
+"""The exceptions fwbench raises, in one tree.
+
+FwbenchError
+ ├── ConfigError        the sweep configuration is invalid (names the key and the value)
+ ├── ResultError        a result file is missing, malformed or of an unknown schema version
+ └── BackendError       a framework failed at the backend boundary
+      └── Unsupported   the cell cannot run on this framework, device or input (status `unsupported`)
+"""
+
+__all__ = ["FwbenchError", "ConfigError", "ResultError", "BackendError", "Unsupported"]
+
+
+class FwbenchError(Exception):
+    """Base of every error fwbench raises on purpose."""
+
+
+class ConfigError(FwbenchError):
+    """The configuration does not validate."""
+
+
+class ResultError(FwbenchError):
+    """A result file cannot be read as a valid result."""
+
+
+class BackendError(FwbenchError):
+    """A framework call failed; the framework's exception is the cause."""
+
+
+class Unsupported(BackendError):
+    """The cell cannot run here; the message says why."""

@@ -1,0 +1,111 @@
+"""The plan: every cell and trial of a validated config, their paths and their run order.
+
+Paths are computed here and nowhere else. Trials of the two frameworks for the same cell are
+interleaved A B B A A B …, with the first framework drawn per cell group from the seed, so the order
+of one group never depends on what else is in the sweep (adding a cell reruns nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from dataclasses import dataclass, field
+
+from fwbench.cells import Cell, Trial
+
+
+@dataclass
+class Plan:
+    """All trials of a run, in their planned order within each cell group."""
+
+    config: dict
+    trials: list[Trial] = field(default_factory=list)
+
+    @classmethod
+    def from_config(cls, config: dict) -> Plan:
+        plan = cls(config)
+        groups: dict[str, list[Cell]] = {}
+        for cell in _cells(config):
+            groups.setdefault(cell.pair_id, []).append(cell)
+        position = 0
+        for pair_id, cells in groups.items():
+            for cell, index in _interleave(cells, config["trials"], config["seed"], pair_id):
+                plan.trials.append(Trial(cell, index, position))
+                position += 1
+        plan._by_path = {t.path(plan.run): t for t in plan.trials}
+        return plan
+
+    @property
+    def run(self) -> str:
+        return self.config["run"]
+
+    def results_dir(self) -> str:
+        return f"results/{self.run}"
+
+    def cells(self) -> list[Cell]:
+        return sorted({t.cell for t in self.trials})
+
+    def trial_paths(self, suffix: str = "json") -> list[str]:
+        return [t.path(self.run, suffix) for t in self.trials]
+
+    def trial(self, path: str) -> Trial:
+        try:
+            return self._by_path[path]
+        except KeyError:
+            raise KeyError(f"{path} is not a trial of run {self.run!r}") from None
+
+    def previous(self, trial: Trial) -> Trial | None:
+        """The trial planned just before this one in its cell group, if any."""
+        before = [t for t in self.trials if t.cell.pair_id == trial.cell.pair_id
+                  and t.position < trial.position]
+        return before[-1] if before else None
+
+    def group_position(self, trial: Trial) -> int:
+        """0-based place of the trial in its cell group's interleaved order."""
+        return sum(1 for t in self.trials if t.cell.pair_id == trial.cell.pair_id
+                   and t.position < trial.position)
+
+    def trial_settings(self, trial: Trial) -> dict:
+        """Everything a worker needs to measure this trial; these are the job's params."""
+        c = self.config
+        return {
+            "run": self.run,
+            "cell": trial.cell.to_dict(),
+            "cell_id": trial.cell.id,
+            "pair_id": trial.cell.pair_id,
+            "trial": trial.index,
+            "group_position": self.group_position(trial),
+            "iterations": c["iterations"],
+            "warmup_min": c["warmup"]["min"],
+            "warmup_max": c["warmup"]["max"],
+            "threads": c["threads"],
+            "seed": c["seed"],
+            "timeout_s": c["timeout_s"],
+            "memory_limit_mb": c["memory_limit_mb"],
+        }
+
+
+def _cells(config: dict):
+    for model, spec in config["models"].items():
+        axes = itertools.product(
+            config["devices"], config["frameworks"], config["phases"], config["batch_sizes"],
+            spec["input_shapes"], config["precisions"], config["modes"], config["profiles"],
+        )
+        for device, framework, phase, batch, shape, precision, mode, profile in axes:
+            yield Cell(
+                experiment=config["experiment"], device=device, framework=framework,
+                model=model, phase=phase, batch_size=batch, input_shape=tuple(shape),
+                precision=precision, mode=mode, profile=profile,
+                num_classes=spec["num_classes"],
+            )
+
+
+def _interleave(cells: list[Cell], trials: int, seed: int, group: str):
+    """Yield (cell, trial index) as A B B A A B …; never more than two of one side in a row."""
+    cells = sorted(cells, key=lambda c: c.framework)
+    digest = hashlib.sha256(f"{seed}/{group}".encode()).digest()
+    if digest[0] % 2:
+        cells.reverse()
+    for k in range(1, trials + 1):
+        for cell in (cells if k % 2 else cells[::-1]):
+            yield cell, k

@@ -1,0 +1,187 @@
+"""Trial result files and the tidy tables built from them. Framework-free.
+
+Every file is written atomically (temporary file, then rename) and validated when read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from fwbench.errors import ResultError
+
+# Version history of the trial result file:
+# 1 — first version: cell, status, cold start, warm-up, every iteration, settings, git state.
+JSON_VERSION = 1
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "rules" / "schemas" / "trial.schema.yaml"
+
+AXES = ["experiment", "device", "framework", "model", "phase", "batch_size", "input_shape",
+        "precision", "mode", "profile"]
+
+
+def write_json(data: dict, path: str | os.PathLike) -> None:
+    """Write ``data`` so that a reader sees the old file or the whole new one, never half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    with open(SCHEMA_PATH) as f:
+        return jsonschema.Draft202012Validator(yaml.safe_load(f))
+
+
+def validate_trial(data: dict, source: str = "trial result") -> dict:
+    version = data.get("schema_version")
+    if version != JSON_VERSION:
+        raise ResultError(f"{source}: unknown schema_version {version!r}; this fwbench reads "
+                          f"version {JSON_VERSION}")
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
+    if error is not None:
+        where = "/".join(map(str, error.absolute_path)) or "<top level>"
+        raise ResultError(f"{source}: invalid at {where}: {error.message}")
+    return data
+
+
+def load_trial(path: str | os.PathLike) -> dict:
+    """Read and validate one trial result."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ResultError(f"cannot read trial result {path}: {exc}") from exc
+    return validate_trial(data, str(path))
+
+
+def make_result(settings: dict, outcome, *, started_at: str, ended_at: str,
+                workflow: dict) -> dict:
+    """The trial result: what was asked (settings), what happened (outcome), and when."""
+    payload = outcome.payload
+    requested = {k: settings[k] for k in ("iterations", "warmup_min", "warmup_max", "threads",
+                                          "seed", "timeout_s", "memory_limit_mb")}
+    return {
+        "schema_version": JSON_VERSION,
+        "run": settings["run"],
+        "cell_id": settings["cell_id"],
+        "pair_id": settings["pair_id"],
+        "cell": settings["cell"],
+        "trial": settings["trial"],
+        "group_position": settings["group_position"],
+        "status": outcome.status,
+        "message": outcome.message,
+        "cold_start_ns": payload.get("cold_start_ns"),
+        "warmup_ns": payload.get("warmup_ns", []),
+        "warmup_steady": payload.get("warmup_steady"),
+        "iteration_ns": payload.get("iteration_ns", []),
+        "markers_ns": payload.get("markers_ns", {}),
+        "settings": {"requested": requested, "in_force": payload.get("settings_in_force", {})},
+        "versions": payload.get("versions", {}),
+        "peak_rss_bytes": payload.get("peak_rss_bytes"),
+        "started_at": started_at,
+        "ended_at": ended_at,
+        "workflow": workflow,
+    }
+
+
+# --- tidy tables -------------------------------------------------------------------------
+
+def _axes(result: dict) -> dict:
+    cell = result["cell"]
+    row = {k: cell[k] for k in AXES}
+    row["input_shape"] = "x".join(map(str, cell["input_shape"]))
+    return {"run": result["run"], "cell_id": result["cell_id"], "pair_id": result["pair_id"], **row}
+
+
+def trial_row(result: dict) -> dict:
+    times = result["iteration_ns"]
+    in_force = result["settings"]["in_force"]
+    return {
+        **_axes(result),
+        "trial": result["trial"],
+        "group_position": result["group_position"],
+        "status": result["status"],
+        "message": result["message"],
+        "cold_start_ns": result["cold_start_ns"],
+        "warmup_iterations": len(result["warmup_ns"]),
+        "warmup_steady": result["warmup_steady"],
+        "n_iterations": len(times),
+        "median_ns": statistics.median(times) if times else None,
+        "threads_requested": result["settings"]["requested"]["threads"],
+        "threads_intra": in_force.get("threads_intra"),
+        "threads_inter": in_force.get("threads_inter"),
+        "framework_mode": in_force.get("mode"),
+        "layout": in_force.get("layout"),
+        "framework_version": result["versions"].get("framework_version"),
+        "peak_rss_bytes": result["peak_rss_bytes"],
+        "started_at": result["started_at"],
+        "ended_at": result["ended_at"],
+        "git_commit": result["workflow"]["git_commit"],
+        "git_dirty": result["workflow"]["git_dirty"],
+    }
+
+
+def collect_tables(paths) -> dict:
+    """Iterations, trials and cells tables (pandas DataFrames) from trial result files."""
+    import pandas as pd
+
+    results = [load_trial(p) for p in paths]
+    iterations = pd.DataFrame(
+        [{**_axes(r), "trial": r["trial"], "iteration": i, "time_ns": t}
+         for r in results for i, t in enumerate(r["iteration_ns"])],
+        columns=[*_axes_columns(), "trial", "iteration", "time_ns"],
+    )
+    trials = pd.DataFrame([trial_row(r) for r in results])
+    trials["started_at"] = pd.to_datetime(trials["started_at"])
+    trials["ended_at"] = pd.to_datetime(trials["ended_at"])
+    trials = trials.sort_values("started_at", kind="stable").reset_index(drop=True)
+    trials["run_order"] = range(len(trials))
+    return {"iterations": iterations, "trials": trials, "cells": _cells_table(trials)}
+
+
+def _axes_columns() -> list[str]:
+    return ["run", "cell_id", "pair_id", *AXES]
+
+
+def _cells_table(trials):
+    def summarize(group):
+        failed = group[group["status"] != "ok"]
+        return {
+            "n_trials": len(group),
+            "n_ok": int((group["status"] == "ok").sum()),
+            "status": "ok" if failed.empty else failed["status"].iloc[0],
+            "message": "" if failed.empty else failed["message"].iloc[0],
+        }
+
+    rows = []
+    for cell_id, group in trials.groupby("cell_id", sort=True):
+        rows.append({**group.iloc[0][_axes_columns()].to_dict(), **summarize(group)})
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+def write_tables(tables: dict, outputs: dict) -> None:
+    """Write each table to its parquet path atomically."""
+    for name, frame in tables.items():
+        path = Path(outputs[name])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)

@@ -1,0 +1,150 @@
+"""Run one function in a fresh, supervised child process and report how it ended.
+
+The parent imports no framework. It enforces the per-trial timeout and address-space limit, and
+turns every way a child can end (result, exception, signal, timeout) into a status, so a failed
+trial becomes a result row and the sweep goes on. If the parent loses its own parent (the run was
+killed), or is told to stop, it kills the child and writes nothing.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+POLL_S = 0.2
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass
+class Outcome:
+    """How a child ended: its status and message, and what it returned when it got that far."""
+
+    status: str
+    message: str
+    payload: dict
+    returncode: int | None
+
+
+class Interrupted(Exception):
+    """The supervisor was told to stop, or its parent died; nothing may be written."""
+
+
+def supervise(entry: str, settings: dict, *, timeout_s: float, memory_limit_mb: int | None,
+              env: dict[str, str] | None = None) -> Outcome:
+    """Call ``entry`` ("module:function") with ``settings`` in a child process.
+
+    Usage::
+
+        outcome = supervise("fwbench.trial:measure_trial", settings, timeout_s=600,
+                            memory_limit_mb=None)
+        outcome.status   # ok, oom, timeout, unsupported, error or crashed
+    """
+    with tempfile.TemporaryDirectory(prefix="fwbench-") as tmp:
+        settings_path, out_path = Path(tmp, "settings.json"), Path(tmp, "outcome.json")
+        settings_path.write_text(json.dumps(settings))
+        cmd = [sys.executable, "-m", "fwbench.worker", entry, str(settings_path), str(out_path)]
+        proc = subprocess.Popen(
+            cmd, env={**os.environ, **(env or {})}, stderr=subprocess.PIPE, text=True,
+            start_new_session=True, preexec_fn=lambda: _child_limits(memory_limit_mb),
+        )
+        tail = _tee_stderr(proc)
+        try:
+            returncode = _wait(proc, timeout_s)
+        except BaseException:
+            _kill(proc)
+            raise
+        finally:
+            tail.thread.join(timeout=5)
+        if returncode is None:
+            return Outcome("timeout", f"trial exceeded timeout_s={timeout_s:g} s and was killed",
+                           {}, None)
+        if out_path.exists():
+            payload = json.loads(out_path.read_text())
+            return Outcome(payload.pop("status"), payload.pop("message"), payload, returncode)
+        return Outcome("crashed", _crash_message(returncode, memory_limit_mb, tail.lines),
+                       {}, returncode)
+
+
+def _child_limits(memory_limit_mb: int | None) -> None:
+    # The child dies with the supervisor, whatever kills it.
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if memory_limit_mb:
+        limit = memory_limit_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float) -> int | None:
+    """The child's return code, or None after killing it at the timeout."""
+    parent = os.getppid()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return proc.wait(timeout=POLL_S)
+        except subprocess.TimeoutExpired:
+            pass
+        if os.getppid() != parent:
+            raise Interrupted("the workflow that started this trial is gone")
+        if time.monotonic() > deadline:
+            _kill(proc)
+            return None
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+class _Tail:
+    def __init__(self):
+        self.lines: collections.deque[str] = collections.deque(maxlen=20)
+        self.thread: threading.Thread
+
+
+def _tee_stderr(proc: subprocess.Popen) -> _Tail:
+    """Copy the child's stderr to ours (the job's log) and keep its last lines for the message."""
+    tail = _Tail()
+
+    def pump():
+        for line in proc.stderr:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            tail.lines.append(line.rstrip())
+
+    tail.thread = threading.Thread(target=pump, daemon=True)
+    tail.thread.start()
+    return tail
+
+
+def _crash_message(returncode: int, memory_limit_mb: int | None, lines) -> str:
+    if returncode < 0:
+        name = signal.Signals(-returncode).name
+        message = f"trial process killed by signal {name} ({-returncode})"
+        if name == "SIGKILL":
+            message += "; the kernel's out-of-memory killer is a likely cause"
+    else:
+        message = f"trial process exited with code {returncode} without a result"
+    last = [line for line in lines if line.strip()]
+    return f"{message}; last output: {last[-1]}" if last else message
+
+
+def stop_on_signals() -> None:
+    """Turn SIGTERM and SIGINT into Interrupted, so the child is killed and nothing is written."""
+    def handler(signum, frame):
+        raise Interrupted(f"stopped by {signal.Signals(signum).name}")
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
