@@ -1,0 +1,34 @@
+"""Telemetry: a time series of what the hardware did while a trial ran. Framework-free.
+
+fwbench.telemetry
+ ├── columns    the side file's columns, units and meanings (one registry)
+ ├── gpu        NVML readings by GPU UUID; energy counter at the harness's markers
+ ├── host       psutil readings: CPU per core and total, steal, temperature, process memory
+ ├── collector  one sample of both
+ ├── sampler    Sampler: runs the sampler process around a trial; writes
+ │              trial-<k>.telemetry.csv and its sidecar trial-<k>.telemetry.json
+ ├── process    the sampler process itself (python -m fwbench.telemetry.process)
+ ├── summary    per-phase power, energy, utilization and temperature for the result JSON
+ └── idle       idle baseline and the thermal guard
+"""
+
+from fwbench.telemetry.gpu import load_nvml, normalize_uuid, read_energy_mj, visible_gpu_uuids
+from fwbench.telemetry.idle import measure_idle, wait_for_idle_temperature
+from fwbench.telemetry.sampler import (SAMPLING_PERIOD_S, Sampler, TelemetryError,
+                                       sidecar_path)
+from fwbench.telemetry.summary import load_samples, summarize_phases
+
+__all__ = [
+    "SAMPLING_PERIOD_S",
+    "Sampler",
+    "TelemetryError",
+    "load_nvml",
+    "load_samples",
+    "measure_idle",
+    "normalize_uuid",
+    "read_energy_mj",
+    "sidecar_path",
+    "summarize_phases",
+    "visible_gpu_uuids",
+    "wait_for_idle_temperature",
+]

@@ -1,0 +1,248 @@
+"""Per-phase summaries of a telemetry side file, for the trial result's "telemetry" field.
+
+Phases are the spans between the harness's markers (``markers_ns``, same clock as ``t_ns``):
+cold_start → warmup → measure → end. Energy comes, in order of preference, from the NVML energy
+counter read by the harness at the markers, from the counter as sampled, or from integrating
+power over time; ``energy_source`` says which.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from collections import defaultdict
+from pathlib import Path
+
+from fwbench.telemetry.columns import SCHEMA_VERSION, decode_clock_event_reasons
+from fwbench.telemetry.sampler import sidecar_path
+
+PHASES = (("cold_start", "cold_start", "warmup"),
+          ("warmup", "warmup", "measure"),
+          ("measure", "measure", "end"))
+_TEXT = {"device", "gpu_uuid"}
+
+
+def load_samples(source) -> list[dict]:
+    """Rows of a side file (path), a pandas DataFrame, or a list of dicts, with empty cells
+    as None and numbers as int or float."""
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, newline="") as f:
+            return [{k: _number(k, v) for k, v in row.items()} for row in csv.DictReader(f)]
+    if hasattr(source, "to_dict"):
+        source = source.to_dict("records")
+    return [{k: _number(k, v) for k, v in row.items()} for row in source]
+
+
+def _number(key, value):
+    if value is None or value == "" or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if key in _TEXT or not isinstance(value, str):
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        return float(value)
+
+
+def summarize_phases(samples, markers_ns: dict[str, int],
+                     energy_readings: dict[str, dict[str, int | None]] | None = None,
+                     batch_size: int | None = None, iterations: int | None = None, *,
+                     warmup_iterations: int | None = None, idle: dict | None = None,
+                     gpu_uuids: list[str] | None = None, meta: dict | None = None) -> dict:
+    """Power, energy, utilization and temperature of each phase of one trial.
+
+    Args:
+        samples: the side file's path, a DataFrame of it, or its rows.
+        markers_ns: the harness's markers (cold_start, warmup, measure, end).
+        energy_readings: ``{marker: read_energy_mj(uuids)}`` taken by the harness at markers.
+        batch_size, iterations: for energy per sample of the measure phase (``iterations``
+            measured steps) and, with ``warmup_iterations``, of the warm-up.
+        idle: ``measure_idle()``'s result, taken before the trial.
+        gpu_uuids: GPUs to summarize (default: every GPU in the file).
+        meta: the sidecar; read from beside ``samples`` when that is a path.
+
+    Usage::
+
+        summary = summarize_phases("trial-0.telemetry.csv", result["markers_ns"], energy,
+                                   batch_size=32, iterations=100, idle=idle)
+        summary["phases"]["measure"]["energy_j"], summary["phases"]["measure"]["energy_source"]
+    """
+    if meta is None and isinstance(samples, (str, os.PathLike)):
+        side = sidecar_path(samples)
+        meta = json.loads(side.read_text()) if side.exists() else None
+    rows = load_samples(samples)
+    host = [r for r in rows if r["device"] == "cpu"]
+    gpu = [r for r in rows if r["device"] == "gpu"
+           and (gpu_uuids is None or r["gpu_uuid"] in gpu_uuids)]
+    uuids = sorted({r["gpu_uuid"] for r in gpu})
+    power_field = _power_field(gpu)
+    power = _power_series(gpu, uuids, power_field)
+    counts = {"cold_start": 1, "warmup": warmup_iterations, "measure": iterations}
+    phases = {}
+    for name, start_key, end_key in PHASES:
+        if start_key not in markers_ns or end_key not in markers_ns:
+            continue
+        start, end = markers_ns[start_key], markers_ns[end_key]
+        phase = {"duration_s": (end - start) / 1e9,
+                 "n_samples": sum(start <= r["t_ns"] < end for r in host)}
+        if uuids:
+            phase.update(_gpu_phase(gpu, uuids, power, power_field, start, end))
+            phase.update(_energy(gpu, uuids, power, energy_readings, start_key, end_key,
+                                 start, end))
+            phase.update(_per_sample(phase, batch_size, counts[name], idle))
+        phase.update(_cpu_phase(host, start, end))
+        phases[name] = _rounded(phase)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "period_s": meta.get("period_s") if meta else None,
+        "gpus": uuids,
+        "power_field": power_field if uuids else None,
+        "unavailable": meta.get("unavailable", {}) if meta else {},
+        "idle": idle,
+        "phases": phases,
+    }
+
+
+def _power_field(gpu: list[dict]) -> str | None:
+    # The instant field where every row has it; the plain reading (a 1 s average on Ampere
+    # and newer) otherwise. Never a mix.
+    if gpu and all(r.get("gpu_power_instant_mw") is not None for r in gpu):
+        return "gpu_power_instant_mw"
+    if any(r.get("gpu_power_mw") is not None for r in gpu):
+        return "gpu_power_mw"
+    return None
+
+
+def _power_series(gpu, uuids, field) -> list[tuple[int, float]]:
+    """(t_ns, total W over the GPUs) per sample slot where every GPU has a reading."""
+    if field is None:
+        return []
+    by_slot = defaultdict(dict)
+    for r in gpu:
+        if r.get(field) is not None:
+            by_slot[r["slot"]][r["gpu_uuid"]] = r
+    series = []
+    for slot in sorted(by_slot):
+        got = by_slot[slot]
+        if len(got) == len(uuids):
+            t = sum(r["t_ns"] for r in got.values()) // len(got)
+            series.append((t, sum(r[field] for r in got.values()) / 1000.0))
+    return series
+
+
+def _gpu_phase(gpu, uuids, power, field, start, end) -> dict:
+    inside = [r for r in gpu if start <= r["t_ns"] < end]
+    watts = [w for t, w in power if start <= t < end]
+    reasons = set()
+    for r in inside:
+        if r.get("gpu_clocks_event_reasons") is not None:
+            reasons.update(decode_clock_event_reasons(int(r["gpu_clocks_event_reasons"])))
+    return {
+        "power_mean_w": _mean(watts),
+        "power_max_w": max(watts, default=None),
+        "gpu_util_mean_pct": _mean(_values(inside, "gpu_util_pct")),
+        "gpu_mem_util_mean_pct": _mean(_values(inside, "gpu_mem_util_pct")),
+        "gpu_sm_active_mean_pct": _mean(_values(inside, "gpu_sm_active_pct")),
+        "gpu_sm_occupancy_mean_pct": _mean(_values(inside, "gpu_sm_occupancy_pct")),
+        "gpu_sm_clock_mean_mhz": _mean(_values(inside, "gpu_sm_clock_mhz")),
+        "gpu_mem_used_max_bytes": max(_values(inside, "gpu_mem_used_bytes"), default=None),
+        "gpu_temp_start_c": _start_value(gpu, "gpu_temp_c", start, end, uuids),
+        "gpu_temp_max_c": max(_values(inside, "gpu_temp_c"), default=None),
+        "clock_event_reasons": sorted(reasons),
+    }
+
+
+def _energy(gpu, uuids, power, readings, start_key, end_key, start, end) -> dict:
+    if readings and start_key in readings and end_key in readings:
+        a, b = readings[start_key], readings[end_key]
+        if all(a.get(u) is not None and b.get(u) is not None for u in uuids):
+            return {"energy_j": sum(b[u] - a[u] for u in uuids) / 1000.0,
+                    "energy_source": "counter_at_markers"}
+    total = 0.0
+    for uuid in uuids:
+        series = [(r["t_ns"], r["gpu_energy_mj"]) for r in gpu
+                  if r["gpu_uuid"] == uuid and r.get("gpu_energy_mj") is not None]
+        e0, e1 = _interpolate(series, start), _interpolate(series, end)
+        if e0 is None or e1 is None:
+            break
+        total += (e1 - e0) / 1000.0
+    else:
+        return {"energy_j": total, "energy_source": "counter_sampled"}
+    joules = _integrate(power, start, end)
+    if joules is not None:
+        return {"energy_j": joules, "energy_source": "integrated_power"}
+    return {"energy_j": None, "energy_source": None}
+
+
+def _per_sample(phase, batch_size, iterations, idle) -> dict:
+    energy = phase["energy_j"]
+    out = {"energy_per_sample_j": None, "energy_above_idle_j": None}
+    if energy is not None and batch_size and iterations:
+        out["energy_per_sample_j"] = energy / (batch_size * iterations)
+    if energy is not None and idle and idle.get("power_w") is not None:
+        out["energy_above_idle_j"] = energy - idle["power_w"] * phase["duration_s"]
+    return out
+
+
+def _cpu_phase(host, start, end) -> dict:
+    inside = [r for r in host if start <= r["t_ns"] < end]
+    return {
+        "cpu_util_mean_pct": _mean(_values(inside, "cpu_util_pct")),
+        "cpu_steal_mean_pct": _mean(_values(inside, "cpu_steal_pct")),
+        "cpu_temp_start_c": _start_value(host, "cpu_temp_c", start, end, None),
+        "cpu_temp_max_c": max(_values(inside, "cpu_temp_c"), default=None),
+        "proc_rss_max_bytes": max(_values(inside, "proc_rss_bytes"), default=None),
+    }
+
+
+def _start_value(rows, column, start, end, uuids):
+    """The reading at the phase's start: the last sample before it, else the first inside;
+    the hottest device when there are several."""
+    keys = uuids or [None]
+    found = []
+    for key in keys:
+        mine = [r for r in rows if (key is None or r.get("gpu_uuid") == key)
+                and r.get(column) is not None and r["t_ns"] < end]
+        before = [r for r in mine if r["t_ns"] <= start]
+        pick = before[-1] if before else (mine[0] if mine else None)
+        if pick is not None:
+            found.append(pick[column])
+    return max(found, default=None)
+
+
+def _interpolate(series: list[tuple[int, float]], t: int) -> float | None:
+    """Linear interpolation at ``t``; None unless samples lie on both sides (or at ``t``)."""
+    for (t0, v0), (t1, v1) in zip(series, series[1:]):
+        if t0 <= t <= t1:
+            return v0 if t1 == t0 else v0 + (v1 - v0) * (t - t0) / (t1 - t0)
+    if series and series[0][0] == t:
+        return series[0][1]
+    return None
+
+
+def _integrate(series: list[tuple[int, float]], start: int, end: int) -> float | None:
+    """Trapezoidal ∫ power dt over [start, end] in joules; None unless samples bracket it."""
+    p0, p1 = _interpolate(series, start), _interpolate(series, end)
+    if p0 is None or p1 is None:
+        return None
+    points = [(start, p0)] + [(t, w) for t, w in series if start < t < end] + [(end, p1)]
+    return sum((t1 - t0) / 1e9 * (w0 + w1) / 2 for (t0, w0), (t1, w1) in zip(points, points[1:]))
+
+
+def _values(rows, column) -> list:
+    return [r[column] for r in rows if r.get(column) is not None]
+
+
+def _mean(values) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _rounded(d: dict) -> dict:
+    return {k: round(v, 6) if isinstance(v, float) else v for k, v in d.items()}
+
+
+def write_summary(summary: dict, path: str | os.PathLike) -> None:
+    """Write a summary as JSON (for scripts; the trial result embeds it instead)."""
+    Path(path).write_text(json.dumps(summary, indent=1) + "\n")
