@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-# A spec for the NVML binding: None imports pynvml; "module:function" names a factory that
-# returns a module-like object with pynvml's names (tests use it for a fake).
-NvmlSpec = str | None
+# Which NVML binding to use: None imports pynvml; "module:function" (or, in this process only,
+# a callable) is a factory returning a module-like object with pynvml's names: tests pass a fake.
+NvmlSpec = str | Callable[[], Any] | None
 
 NVML_MISSING = ("nvidia-ml-py is not installed, so no GPU can be read "
                 "(pip install nvidia-ml-py)")
@@ -31,7 +31,9 @@ def load_nvml(spec: NvmlSpec = None) -> tuple[Any, str | None]:
         if nvml is None:
             print("no GPU telemetry:", reason)
     """
-    if spec:
+    if callable(spec):
+        nvml = spec()
+    elif spec:
         module_name, _, function = spec.partition(":")
         nvml = getattr(importlib.import_module(module_name), function)()
     else:

@@ -80,9 +80,10 @@ def wait_for_idle_temperature(within_c: float, timeout_s: float, *, idle: dict |
             return out
         out["sensor"] = "gpu" if "cpu" not in baseline else "cpu"
         started = clock()
-        first = read()
+        first = None
         while True:
             now = read()
+            first = first or now
             known = {k: v for k, v in now.items() if v is not None}
             if not known:
                 out["reason"] = "temperature became unreadable while waiting"

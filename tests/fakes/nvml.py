@@ -1,0 +1,251 @@
+"""FAKE NVML — a stand-in for the NVIDIA driver's library on machines without an NVIDIA GPU.
+
+It stands only at the NVML boundary and is built from the real binding (nvidia-ml-py's
+``pynvml``): every ``nvml*`` function is ``mock.create_autospec`` of the real one, so a call
+with a wrong signature raises TypeError, and a name the real module lacks raises AttributeError
+here too. Constants, NVMLError classes and ctypes structures are the real ones. A real function
+the fake does not implement raises AssertionError, so a new call is noticed, not ignored.
+
+The zero-argument factories at the bottom are scenarios; a test names one as
+``"<this module>:<factory>"`` so that the sampler process can build the same fake.
+"""
+
+from __future__ import annotations
+
+import time
+import types
+from dataclasses import dataclass, field
+from unittest import mock
+
+import pynvml
+
+UUID_A = "GPU-aaaaaaaa-1111-2222-3333-444444444444"
+UUID_B = "GPU-bbbbbbbb-5555-6666-7777-888888888888"
+
+
+@dataclass
+class FakeGpu:
+    """What one fake GPU answers. ``None`` for a reading means the device does not support it."""
+
+    uuid: str = UUID_A
+    name: str = "NVIDIA H100 80GB HBM3 (fake)"
+    power_mw: int = 250_000
+    power_instant: bool = True
+    temperatures_c: list[int] | None = field(default_factory=lambda: [40])
+    temperature_v: bool = True          # has nvmlDeviceGetTemperatureV (newer drivers)
+    gpm: bool = True
+    fail_from_power_read: int | None = None   # the n-th power read and all calls after it fail
+    util: tuple[int, int] = (97, 41)
+    mem_used_bytes: int = 12 * 2**30
+    clocks_mhz: tuple[int, int] = (1980, 2619)
+    clock_event_reasons: int = 0x4     # sw_power_cap
+    pstate: int = 0
+    gpm_values: tuple[float, float] = (88.5, 41.25)
+    power_reads: int = 0
+    lost: bool = False
+    started_ns: int = field(default_factory=time.perf_counter_ns)
+
+
+class _Handle:
+    def __init__(self, gpu: FakeGpu):
+        self.gpu = gpu
+
+
+def _error(code: int) -> pynvml.NVMLError:
+    return pynvml.NVMLError(code)
+
+
+class _Driver:
+    """Implementations, with the real functions' parameter names."""
+
+    def __init__(self, gpus: list[FakeGpu], library: bool):
+        self.gpus, self.library = gpus, library
+        self.handles = [_Handle(g) for g in gpus]
+        self.gpm_device: _Handle | None = None
+
+    def _gpu(self, handle) -> FakeGpu:
+        gpu = handle.gpu
+        if gpu.lost:
+            raise _error(pynvml.NVML_ERROR_GPU_IS_LOST)
+        return gpu
+
+    def nvmlInit(self):
+        if not self.library:
+            raise _error(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlSystemGetDriverVersion(self):
+        return "570.00-fake"
+
+    def nvmlDeviceGetCount(self):
+        return len(self.handles)
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        if not 0 <= index < len(self.handles):
+            raise _error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return self.handles[index]
+
+    def nvmlDeviceGetHandleByUUID(self, uuid):
+        for handle in self.handles:
+            if handle.gpu.uuid == uuid:
+                return handle
+        raise _error(pynvml.NVML_ERROR_NOT_FOUND)
+
+    def nvmlDeviceGetUUID(self, handle):
+        return self._gpu(handle).uuid
+
+    def nvmlDeviceGetName(self, handle):
+        return self._gpu(handle).name
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        gpu = self._gpu(handle)
+        gpu.power_reads += 1
+        if gpu.fail_from_power_read is not None and gpu.power_reads >= gpu.fail_from_power_read:
+            gpu.lost = True
+            raise _error(pynvml.NVML_ERROR_GPU_IS_LOST)
+        return gpu.power_mw
+
+    def nvmlDeviceGetFieldValues(self, handle, fieldIds):
+        gpu = self._gpu(handle)
+        values = (pynvml.c_nvmlFieldValue_t * len(fieldIds))()
+        for value, field_id in zip(values, fieldIds):
+            value.fieldId = field_id
+            if field_id == pynvml.NVML_FI_DEV_POWER_INSTANT and gpu.power_instant:
+                value.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
+                value.value.uiVal = gpu.power_mw
+                value.nvmlReturn = pynvml.NVML_SUCCESS
+            else:
+                value.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+        return values
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        gpu = self._gpu(handle)
+        elapsed_s = (time.perf_counter_ns() - gpu.started_ns) / 1e9
+        return 10**9 + int(gpu.power_mw * elapsed_s)
+
+    def nvmlDeviceGetUtilizationRates(self, handle):
+        gpu = self._gpu(handle)
+        return pynvml.c_nvmlUtilization_t(gpu=gpu.util[0], memory=gpu.util[1])
+
+    def nvmlDeviceGetMemoryInfo(self, handle, version=None):
+        gpu = self._gpu(handle)
+        total = 80 * 2**30
+        return pynvml.c_nvmlMemory_t(total=total, free=total - gpu.mem_used_bytes,
+                                     used=gpu.mem_used_bytes)
+
+    def _temperature(self, handle):
+        gpu = self._gpu(handle)
+        if gpu.temperatures_c is None:
+            raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        # Each read moves along the list and stays on its last value: a device cooling down.
+        return gpu.temperatures_c.pop(0) if len(gpu.temperatures_c) > 1 else gpu.temperatures_c[0]
+
+    def nvmlDeviceGetTemperatureV(self, handle, sensor, version=pynvml.nvmlTemperature_v1):
+        if not handle.gpu.temperature_v:
+            raise _error(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+        assert sensor == pynvml.NVML_TEMPERATURE_GPU
+        return self._temperature(handle)
+
+    def nvmlDeviceGetTemperature(self, handle, sensor):
+        assert sensor == pynvml.NVML_TEMPERATURE_GPU
+        return self._temperature(handle)
+
+    def nvmlDeviceGetClockInfo(self, handle, type):
+        gpu = self._gpu(handle)
+        return {pynvml.NVML_CLOCK_SM: gpu.clocks_mhz[0],
+                pynvml.NVML_CLOCK_MEM: gpu.clocks_mhz[1]}[type]
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+        return self._gpu(handle).clock_event_reasons
+
+    def nvmlDeviceGetPerformanceState(self, handle):
+        return self._gpu(handle).pstate
+
+    def nvmlGpmQueryDeviceSupport(self, device):
+        support = pynvml.c_nvmlGpmSupport_t()
+        support.version = pynvml.NVML_GPM_SUPPORT_VERSION
+        support.isSupportedDevice = int(self._gpu(device).gpm)
+        return support
+
+    def nvmlGpmSampleAlloc(self):
+        return pynvml.c_nvmlGpmSample_t()
+
+    def nvmlGpmSampleFree(self, gpmSample):
+        pass
+
+    def nvmlGpmSampleGet(self, device, gpmSample):
+        self._gpu(device)
+        self.gpm_device = device
+        return gpmSample
+
+    def nvmlGpmMetricsGet(self, metricsGet):
+        assert metricsGet.version == pynvml.NVML_GPM_METRICS_GET_VERSION
+        gpu = self._gpu(self.gpm_device)
+        values = {pynvml.NVML_GPM_METRIC_SM_UTIL: gpu.gpm_values[0],
+                  pynvml.NVML_GPM_METRIC_SM_OCCUPANCY: gpu.gpm_values[1]}
+        for metric in metricsGet.metrics[:metricsGet.numMetrics]:
+            metric.value = values[metric.metricId]
+            metric.nvmlReturn = pynvml.NVML_SUCCESS
+        return metricsGet
+
+
+class FakeNvml(types.ModuleType):
+    """A module with pynvml's names; functions autospecced from the real ones, made on use."""
+
+    def __init__(self, gpus: list[FakeGpu], *, library: bool = True):
+        super().__init__("fake_pynvml", __doc__)
+        self.driver = _Driver(gpus, library)
+
+    def __getattr__(self, name: str):
+        real = getattr(pynvml, name)  # a misnamed call fails here, as it would in pynvml
+        if name.startswith("nvml") and isinstance(real, types.FunctionType):
+            impl = getattr(self.driver, name, None) or _unimplemented(name)
+            real = mock.create_autospec(real, side_effect=impl)
+        setattr(self, name, real)
+        return real
+
+
+def _unimplemented(name: str):
+    def call(*args, **kwargs):
+        raise AssertionError(f"fake NVML does not implement {name}; add it to tests/fakes/nvml.py")
+    return call
+
+
+# --- scenarios -------------------------------------------------------------------------------
+
+def no_library() -> FakeNvml:
+    """No NVIDIA driver: nvmlInit cannot load libnvidia-ml.so.1."""
+    return FakeNvml([], library=False)
+
+
+def no_gpu() -> FakeNvml:
+    """The library loads but there is no GPU."""
+    return FakeNvml([])
+
+
+def one_gpu() -> FakeNvml:
+    """A healthy Hopper-class GPU: every reading, instant power and GPM."""
+    return FakeNvml([FakeGpu()])
+
+
+def lost_mid_trial() -> FakeNvml:
+    """A GPU that falls off the bus at its 4th power reading (probe included)."""
+    return FakeNvml([FakeGpu(fail_from_power_read=4)])
+
+
+def no_temperature() -> FakeNvml:
+    """A GPU without a temperature sensor."""
+    return FakeNvml([FakeGpu(temperatures_c=None)])
+
+
+def older_gpu() -> FakeNvml:
+    """A Volta/Ampere-era GPU and driver: no instant power, no GPM, old temperature call."""
+    return FakeNvml([FakeGpu(name="Tesla V100 (fake)", power_instant=False, gpm=False,
+                             temperature_v=False)])
+
+
+def two_gpus() -> FakeNvml:
+    return FakeNvml([FakeGpu(uuid=UUID_A, power_mw=100_000),
+                     FakeGpu(uuid=UUID_B, power_mw=300_000)])
