@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from datetime import datetime, timezone
 
-from fwbench import provenance, results
+from fwbench import provenance, results, workflow
 from fwbench.supervisor import Interrupted, stop_on_signals, supervise
 from fwbench.trial import thread_environment
 
@@ -46,6 +47,18 @@ def _trial_command(args) -> int:
     return 0
 
 
+def _unlock_command(args) -> int:
+    alive = workflow.snakemake_alive()
+    if alive:
+        print(f"fwbench: Snakemake is still running here (pid {', '.join(map(str, alive))}); "
+              "wait for it or stop it before resuming.", file=sys.stderr)
+        return 1
+    if workflow.stale_locks():
+        print("fwbench: removing the stale lock of an interrupted run.", file=sys.stderr)
+        return subprocess.run(["snakemake", "--unlock", "--cores", "1"]).returncode
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fwbench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -54,5 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     trial.add_argument("--result", required=True, help="path of trial-<k>.json")
     trial.add_argument("--env", required=True, help="path of trial-<k>.env.json")
     trial.set_defaults(func=_trial_command)
+    unlock = commands.add_parser("unlock-if-idle",
+                                 help="remove a stale Snakemake lock, only if no Snakemake runs here")
+    unlock.set_defaults(func=_unlock_command)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -1,0 +1,17 @@
+# Host side: summaries per cell, PyTorch/TensorFlow comparisons per matched pair, tests.
+
+
+rule summarise_results:
+    input:
+        iterations=rules.collect_tables.output.iterations,
+        trials=rules.collect_tables.output.trials,
+    output:
+        cells=f"{RESULTS}/stats/cells.csv",
+        comparisons=f"{RESULTS}/stats/comparisons.csv",
+        tests=f"{RESULTS}/stats/tests.csv",
+    log:
+        f"logs/{RESULTS}/summarise_results.log",
+    params:
+        seed=lookup(dpath="seed", within=config),
+    script:
+        "../scripts/summarise_results.py"

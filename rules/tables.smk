@@ -1,0 +1,14 @@
+# Host side, no framework import: every trial result into tidy parquet tables.
+
+
+rule collect_tables:
+    input:
+        trials=get_trial_results(),
+    output:
+        iterations=f"{RESULTS}/tables/iterations.parquet",
+        trials=f"{RESULTS}/tables/trials.parquet",
+        cells=f"{RESULTS}/tables/cells.parquet",
+    log:
+        f"logs/{RESULTS}/collect_tables.log",
+    script:
+        "../scripts/collect_tables.py"
