@@ -615,6 +615,9 @@ def _cell_stats(pt, groups, first, confidence, min_trials, n_boot, rng, group) -
         warn.append(f"trial medians trend with run order (Kendall p={order_p:.3g})")
     if ci.level < confidence - 1e-9:
         warn.append(f"interval of the median only reaches {ci.level:.1%} with {n} trials")
+    if not np.isfinite(spi):
+        warn.append(f"no throughput: samples per iteration unknown for experiment "
+                    f"{first['experiment']!r} (no samples_per_iteration column)")
     cold = pd.to_numeric(pt["cold_start_ns"], errors="coerce").to_numpy(dtype=float)
     q1, q3 = np.percentile(med, [25, 75])
     return {
@@ -732,6 +735,9 @@ def compare_pairs(per_trial: pd.DataFrame, *, confidence: float = 0.95, rope: fl
                     f"fewer than {min_trials_for_verdict}; " + note)
         if r.ratio_ci_level < confidence - 1e-9:
             note += f"; interval level {r.ratio_ci_level:.1%}"
+        if not r.ratio_ci_low <= r.ratio <= r.ratio_ci_high:
+            note += ("; the ratio of medians lies outside the Hodges-Lehmann interval (skewed or "
+                     "bimodal trial medians: read ratio_hl)")
         notes.append(note)
     out["verdict_note"] = notes
     return out[COMPARISON_COLUMNS]
@@ -779,7 +785,9 @@ def _normality_rows(x, *, base: dict, label: str) -> list[dict]:
     if n < 5 or np.ptp(x) == 0:
         reason = "fewer than 5 values" if n < 5 else "all values equal"
         for variant in ("KS, parameters from the same sample (as published)",
-                        "Lilliefors", "Shapiro-Wilk"):
+                        "KS against N(0, 1), raw values (a guess at the published computation)",
+                        "Lilliefors (KS with estimated parameters, corrected null)",
+                        "Shapiro-Wilk"):
             rows.append(_test_row(**common, test="normality", variant=variant,
                                   decision="skipped", note=reason))
         return rows
@@ -790,8 +798,17 @@ def _normality_rows(x, *, base: dict, label: str) -> list[dict]:
         variant="KS, parameters from the same sample (as published)",
         statistic=float(ks.statistic), p=float(ks.pvalue),
         note="unsound: with mean and sd estimated from the same data the KS null distribution does "
-             "not hold and the p-value is far too large (Lilliefors 1967); "
-             + "; ".join(notes)))
+             "not hold and the p-value is far too large (Lilliefors 1967)"
+             + ("; " + "; ".join(notes) if notes else "")))
+    raw, notes = _quietly(sps.kstest, x, "norm")
+    rows.append(_test_row(
+        **common, test="Kolmogorov-Smirnov",
+        variant="KS against N(0, 1), raw values (a guess at the published computation)",
+        statistic=float(raw.statistic), p=float(raw.pvalue),
+        note="what scipy.stats.kstest(x, 'norm') computes when the data are not standardized: it "
+             "rejects any sample not centred on 0 with sd 1, which would explain the published "
+             "p < 1e-10 for every variable; it says nothing about the shape"
+             + ("; " + "; ".join(notes) if notes else "")))
     from statsmodels.stats.diagnostic import lilliefors
 
     (stat, p), notes = _quietly(lilliefors, x, dist="norm", pvalmethod="table")

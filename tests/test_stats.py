@@ -499,6 +499,10 @@ def test_florencio_rows_replicate_and_correct(slower_pytorch):
     ks = rows[(rows["variant"].str.startswith("KS")) & rows["scope"].str.endswith("[pytorch]")]
     assert ks.iloc[0]["p"] == pytest.approx(
         sps.kstest(a, "norm", args=(a.mean(), a.std(ddof=1))).pvalue)
+    raw = rows[(rows["variant"].str.startswith("KS against N(0, 1)"))
+               & rows["scope"].str.endswith("[pytorch]")]
+    assert raw.iloc[0]["p"] == pytest.approx(sps.kstest(a, "norm").pvalue)
+    assert raw.iloc[0]["p"] < 1e-10   # how the published "p < 1e-10 for every variable" arises
     sw = rows[(rows["variant"] == "Shapiro-Wilk") & rows["scope"].str.endswith("[pytorch]")]
     assert sw.iloc[0]["p"] == pytest.approx(sps.shapiro(a).pvalue)
     from statsmodels.stats.diagnostic import lilliefors
