@@ -49,11 +49,13 @@ def _run(config: dict, commands: _LineReader, events) -> int:
         writer = csv.DictWriter(f, fieldnames=names, restval="", extrasaction="raise")
         writer.writeheader()
         t0 = time.perf_counter_ns()
-        slot, samples, missed, late_max, stopping = 0, 0, 0, 0, False
+        slot, samples, missed, late_max, busy, stopping = 0, 0, 0, 0, 0, False
         while True:
-            late_max = max(late_max, time.perf_counter_ns() - (t0 + slot * period_ns))
+            began = time.perf_counter_ns()
+            late_max = max(late_max, began - (t0 + slot * period_ns))
             writer.writerows(collector.sample(slot))
             samples += 1
+            busy += time.perf_counter_ns() - began
             if samples == 1:
                 events.write(json.dumps({"event": "ready", "t0_ns": t0, "pid": os.getpid(),
                                          "report": collector.report()}) + "\n")
@@ -76,8 +78,10 @@ def _run(config: dict, commands: _LineReader, events) -> int:
         f.flush()
         os.fsync(f.fileno())
     collector.close()
+    # busy_ns: time spent taking samples; cpu_time_s: the process's CPU time, start-up included.
     schedule = {"t0_ns": t0, "stopped_ns": time.perf_counter_ns(), "samples": samples,
-                "missed_slots": missed, "max_late_ns": late_max}
+                "missed_slots": missed, "max_late_ns": late_max, "busy_ns": busy,
+                "cpu_time_s": round(time.process_time(), 4)}
     events.write(json.dumps({"event": "done", "schedule": schedule,
                              "report": collector.report()}) + "\n")
     return 0
