@@ -54,18 +54,18 @@ def supervise(entry: str, settings: dict, *, timeout_s: float, memory_limit_mb: 
         settings_path, out_path = Path(tmp, "settings.json"), Path(tmp, "outcome.json")
         settings_path.write_text(json.dumps(settings))
         cmd = [sys.executable, "-m", "fwbench.worker", entry, str(settings_path), str(out_path)]
-        proc = subprocess.Popen(
+        with subprocess.Popen(
             cmd, env={**os.environ, **(env or {})}, stderr=subprocess.PIPE, text=True,
             start_new_session=True, preexec_fn=lambda: _child_limits(memory_limit_mb),
-        )
-        tail = _tee_stderr(proc)
-        try:
-            returncode = _wait(proc, timeout_s)
-        except BaseException:
-            _kill(proc)
-            raise
-        finally:
-            tail.thread.join(timeout=5)
+        ) as proc:
+            tail = _tee_stderr(proc)
+            try:
+                returncode = _wait(proc, timeout_s)
+            except BaseException:
+                _kill(proc)
+                raise
+            finally:
+                tail.thread.join(timeout=5)
         if returncode is None:
             return Outcome("timeout", f"trial exceeded timeout_s={timeout_s:g} s and was killed",
                            {}, None)

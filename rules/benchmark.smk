@@ -8,7 +8,7 @@ rule run_trial:
         result=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.json",
         env=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.env.json",
     log:
-        f"logs/{RESULTS}/run_trial/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.log",
+        f"logs/{PLAN.run}/run_trial/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.log",
     params:
         settings=get_trial_settings,
     threads: lookup(dpath="threads", within=config)

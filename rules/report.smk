@@ -14,7 +14,7 @@ rule build_report:
         pdf=f"{RESULTS}/report/report.pdf",
         figures=directory(f"{RESULTS}/report/figures"),
     log:
-        f"logs/{RESULTS}/build_report.log",
+        f"logs/{PLAN.run}/build_report.log",
     params:
         run=lookup(dpath="run", within=config),
     script:

@@ -10,7 +10,7 @@ rule summarise_results:
         comparisons=f"{RESULTS}/stats/comparisons.csv",
         tests=f"{RESULTS}/stats/tests.csv",
     log:
-        f"logs/{RESULTS}/summarise_results.log",
+        f"logs/{PLAN.run}/summarise_results.log",
     params:
         seed=lookup(dpath="seed", within=config),
     script:

@@ -9,6 +9,6 @@ rule collect_tables:
         trials=f"{RESULTS}/tables/trials.parquet",
         cells=f"{RESULTS}/tables/cells.parquet",
     log:
-        f"logs/{RESULTS}/collect_tables.log",
+        f"logs/{PLAN.run}/collect_tables.log",
     script:
         "../scripts/collect_tables.py"

@@ -1,0 +1,41 @@
+"""Shared fixtures: the repository, a tiny valid config, and a workflow runner."""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+TINY_CONFIG = {
+    "run": "tiny",
+    "frameworks": ["pytorch", "tensorflow"],
+    "models": {"lenet5": {"input_shapes": [[1, 28, 28]]}},
+    "phases": ["infer"],
+    "devices": ["cpu"],
+    "batch_sizes": [2],
+    "trials": 1,
+    "iterations": 3,
+    "warmup": {"min": 0, "max": 2},
+}
+
+
+@pytest.fixture
+def tiny_config() -> dict:
+    return copy.deepcopy(TINY_CONFIG)
+
+
+def snakemake(workdir: Path, *args: str, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
+    """Run this repository's workflow in ``workdir`` with the test interpreter's environment."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(
+        [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--directory",
+         str(workdir), *args],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout, **kwargs,
+    )

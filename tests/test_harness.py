@@ -1,0 +1,64 @@
+"""fwbench/harness.py: synchronized timed regions, cold start apart, bounded warm-up, every time kept."""
+
+import itertools
+
+import pytest
+
+from fwbench.harness import is_steady, measure
+
+
+class Recorder:
+    """A fake device: records the order of step and synchronize calls; the clock ticks per call."""
+
+    def __init__(self, durations):
+        self.durations = iter(durations)
+        self.events = []
+        self.now = 0
+
+    def clock(self):
+        return self.now
+
+    def step(self):
+        self.events.append("step")
+        self.now += next(self.durations)
+
+    def synchronize(self):
+        self.events.append("sync")
+
+
+def test_every_timed_region_is_synchronized_on_both_sides():
+    rec = Recorder(itertools.repeat(100))
+    m = measure(rec.step, rec.synchronize, iterations=4, warmup_min=0, warmup_max=0,
+                clock=rec.clock)
+    assert rec.events == ["sync", "step", "sync"] * 5
+    assert m.iteration_ns == [100] * 4 and m.cold_start_ns == 100 and m.warmup_ns == []
+
+
+def test_cold_start_is_kept_apart_and_warmup_stops_when_steady():
+    rec = Recorder([5000, 900, 700, 400, 300, 300, 300, 300, 300, 300, 300, 300, *[300] * 5])
+    m = measure(rec.step, rec.synchronize, iterations=5, warmup_min=2, warmup_max=50,
+                clock=rec.clock)
+    assert m.cold_start_ns == 5000
+    assert m.warmup_steady and m.warmup_ns[:3] == [900, 700, 400]
+    assert len(m.warmup_ns) < 50 and m.iteration_ns == [300] * 5
+    assert m.markers_ns["cold_start"] <= m.markers_ns["warmup"] <= m.markers_ns["measure"] \
+        <= m.markers_ns["end"]
+
+
+def test_warmup_respects_its_bounds():
+    flat = Recorder([100] * 40)
+    m = measure(flat.step, flat.synchronize, iterations=1, warmup_min=10, warmup_max=20,
+                clock=flat.clock)
+    assert len(m.warmup_ns) == 10 and m.warmup_steady
+    drifting = Recorder([100 * 2 ** i for i in range(40)])
+    m = measure(drifting.step, drifting.synchronize, iterations=1, warmup_min=0, warmup_max=7,
+                clock=drifting.clock)
+    assert len(m.warmup_ns) == 7 and not m.warmup_steady
+
+
+@pytest.mark.parametrize("times, steady", [
+    ([100] * 6, True), ([100, 100, 100, 200, 200, 200], False), ([100] * 5, False),
+    ([300, 300, 300, 310, 290, 305], True),
+])
+def test_is_steady(times, steady):
+    assert is_steady(times) is steady

@@ -1,0 +1,64 @@
+"""fwbench/plan.py and cells.py: stable ids, paths in one place, interleaved trial order."""
+
+import itertools
+
+from fwbench.config import validate
+from fwbench.plan import Plan
+
+
+def _plan(config, **changes):
+    return Plan.from_config(validate({**config, **changes}))
+
+
+def test_cell_ids_are_readable_and_paths_follow_the_layout(tiny_config):
+    plan = _plan(tiny_config)
+    cell = plan.trials[0].cell
+    assert cell.name == "infer-b2-1x28x28-fp32-idiomatic-matched"
+    assert cell.id == f"throughput/cpu/{cell.framework}/lenet5/{cell.name}"
+    assert plan.trials[0].path("tiny") == f"results/tiny/cells/{cell.id}/trial-1.json"
+    assert plan.trial(plan.trials[0].path("tiny")) == plan.trials[0]
+
+
+def test_every_cell_has_all_trials_and_a_partner(tiny_config):
+    plan = _plan(tiny_config, trials=3, batch_sizes=[1, 2], phases=["train", "infer"])
+    assert len(plan.cells()) == 8 and len(plan.trials) == 24
+    for _, trials in itertools.groupby(sorted(plan.trials, key=lambda t: t.cell.pair_id),
+                                       key=lambda t: t.cell.pair_id):
+        trials = list(trials)
+        assert {t.cell.framework for t in trials} == {"pytorch", "tensorflow"}
+        assert sorted(t.index for t in trials) == [1, 1, 2, 2, 3, 3]
+
+
+def test_trials_are_interleaved_never_three_in_a_row(tiny_config):
+    plan = _plan(tiny_config, trials=7, batch_sizes=[1, 2, 3, 4])
+    firsts = set()
+    for pair_id in {t.cell.pair_id for t in plan.trials}:
+        order = [t.cell.framework for t in plan.trials if t.cell.pair_id == pair_id]
+        assert all(len(set(order[i:i + 3])) == 2 for i in range(len(order) - 2)), order
+        firsts.add(order[0])
+    assert firsts == {"pytorch", "tensorflow"}  # the seed, not the name, picks who starts
+
+
+def test_previous_chains_each_group_in_order(tiny_config):
+    plan = _plan(tiny_config, trials=2)
+    chain = plan.trials
+    assert plan.previous(chain[0]) is None
+    assert [plan.previous(t) for t in chain[1:]] == chain[:-1]
+    assert [plan.group_position(t) for t in chain] == [0, 1, 2, 3]
+
+
+def test_adding_a_cell_changes_no_existing_trial_settings(tiny_config):
+    before = _plan(tiny_config, trials=3)
+    after = _plan(tiny_config, trials=3, batch_sizes=[2, 8], phases=["infer", "train"])
+    for trial in before.trials:
+        path = trial.path("tiny")
+        assert before.trial_settings(trial) == after.trial_settings(after.trial(path))
+        previous = [before.previous(trial), after.previous(after.trial(path))]
+        assert len({p.path("tiny") if p else None for p in previous}) == 1
+
+
+def test_trial_settings_carry_what_the_worker_needs(tiny_config):
+    plan = _plan(tiny_config, threads=2, timeout_s=5, memory_limit_mb=4096)
+    settings = plan.trial_settings(plan.trials[0])
+    assert settings["threads"] == 2 and settings["timeout_s"] == 5
+    assert settings["memory_limit_mb"] == 4096 and settings["cell"]["input_shape"] == [1, 28, 28]

@@ -1,0 +1,84 @@
+"""fwbench/results.py: atomic writes, validated reads, and tables built without a framework."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fwbench.config import validate
+from fwbench.errors import ResultError
+from fwbench.plan import Plan
+from fwbench.results import JSON_VERSION, load_trial, make_result, write_json
+from fwbench.supervisor import Outcome
+
+
+def _results(tiny_config, tmp_path):
+    """Trial results for each planned trial, as the supervisor would write them."""
+    plan = Plan.from_config(validate({**tiny_config, "trials": 2}))
+    paths = []
+    for i, trial in enumerate(plan.trials):
+        ok = i != 1
+        outcome = Outcome("ok" if ok else "oom", "" if ok else "out of memory",
+                          {"iteration_ns": [1000 + i, 1100 + i, 1200 + i], "cold_start_ns": 5000,
+                           "warmup_ns": [2000], "settings_in_force": {"threads_intra": 1}}
+                          if ok else {}, 0)
+        result = make_result(plan.trial_settings(trial), outcome,
+                             started_at=f"2026-01-01T00:00:0{i}+00:00",
+                             ended_at=f"2026-01-01T00:00:0{i + 1}+00:00",
+                             workflow={"git_commit": "abc", "git_dirty": False})
+        path = tmp_path / trial.path(plan.run)
+        write_json(result, path)
+        paths.append(str(path))
+    return paths
+
+
+def test_round_trip_validates(tmp_path, tiny_config):
+    path = _results(tiny_config, tmp_path)[0]
+    assert load_trial(path)["schema_version"] == JSON_VERSION
+
+
+def test_interrupted_write_leaves_the_old_file_and_no_temporary(tmp_path):
+    path = tmp_path / "r.json"
+    write_json({"a": 1}, path)
+    with pytest.raises(TypeError):
+        write_json({"a": object()}, path)
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+@pytest.mark.parametrize("mutate, match", [
+    (lambda d: d.update(schema_version=99), "unknown schema_version 99"),
+    (lambda d: d.update(status="fine"), "status"),
+    (lambda d: d.pop("iteration_ns"), "iteration_ns"),
+])
+def test_invalid_results_are_rejected(tmp_path, tiny_config, mutate, match):
+    path = _results(tiny_config, tmp_path)[0]
+    with open(path) as f:
+        data = json.load(f)
+    mutate(data)
+    write_json(data, path)
+    with pytest.raises(ResultError, match=match):
+        load_trial(path)
+
+
+BLOCK_FRAMEWORKS = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('torch', 'tensorflow', 'keras', 'torchvision'):
+            raise ImportError('framework import blocked: ' + name)
+sys.meta_path.insert(0, Block())
+from fwbench.results import collect_tables
+import json
+tables = collect_tables(json.loads(sys.argv[1]))
+print(len(tables['iterations']), len(tables['trials']), len(tables['cells']))
+"""
+
+
+def test_tables_are_built_with_framework_imports_blocked(tmp_path, tiny_config):
+    paths = _results(tiny_config, tmp_path)
+    proc = subprocess.run([sys.executable, "-c", BLOCK_FRAMEWORKS, json.dumps(paths)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["9", "4", "2"]  # 3 ok trials x 3 iterations; 4 trials; 2 cells

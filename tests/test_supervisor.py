@@ -1,0 +1,92 @@
+"""fwbench/supervisor.py and worker.py: every way a trial ends becomes a status; the sweep goes on.
+
+Each failure is provoked for real: a raised exception, os.abort(), an address-space limit hit by
+a real PyTorch trial, and a real trial that outlives its timeout.
+"""
+
+import os
+import time
+
+import pytest
+
+from fwbench.errors import Unsupported
+from fwbench.supervisor import supervise
+from fwbench.worker import classify
+
+HERE = "tests.test_supervisor"
+
+
+# --- entries run in the child process ---------------------------------------------------
+
+def returns(settings):
+    return {"answer": settings["value"] * 2}
+
+
+def raises(settings):
+    raise ValueError("the model diverged")
+
+
+def aborts(settings):
+    os.abort()
+
+
+def sleeps(settings):
+    time.sleep(60)
+
+
+def allocates(settings):
+    """A real PyTorch allocation far above the address-space limit."""
+    import torch
+
+    torch.ones(settings["elements"], dtype=torch.float32)
+
+
+# --- tests -------------------------------------------------------------------------------
+
+def run(entry, settings=None, **kwargs):
+    kwargs.setdefault("timeout_s", 120)
+    kwargs.setdefault("memory_limit_mb", None)
+    return supervise(f"{HERE}:{entry}", settings or {}, **kwargs)
+
+
+def test_ok_returns_the_payload():
+    outcome = run("returns", {"value": 21})
+    assert (outcome.status, outcome.payload, outcome.returncode) == ("ok", {"answer": 42}, 0)
+
+
+def test_exception_is_an_error_with_its_message():
+    outcome = run("raises")
+    assert outcome.status == "error"
+    assert outcome.message == "ValueError: the model diverged"
+
+
+def test_abort_is_a_crash_named_by_its_signal():
+    outcome = run("aborts")
+    assert outcome.status == "crashed"
+    assert "SIGABRT" in outcome.message and outcome.returncode < 0
+
+
+def test_timeout_kills_the_child():
+    start = time.monotonic()
+    outcome = run("sleeps", timeout_s=1.5)
+    assert outcome.status == "timeout" and "timeout_s=1.5" in outcome.message
+    assert time.monotonic() - start < 20
+
+
+def test_address_space_limit_is_out_of_memory():
+    # 64 GiB of float32 under a 6 GiB limit: the import fits, the allocation cannot.
+    outcome = run("allocates", {"elements": 16 * 2**30}, memory_limit_mb=6144)
+    assert outcome.status == "oom", outcome.message
+
+
+@pytest.mark.parametrize("exc, status", [
+    (Unsupported("too small"), "unsupported"),
+    (MemoryError(), "oom"),
+    (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), "oom"),
+    (RuntimeError("[enforce fail at alloc_cpu.cpp:118] DefaultCPUAllocator: can't allocate memory"),
+     "oom"),
+    (type("ResourceExhaustedError", (Exception,), {})("OOM when allocating tensor"), "oom"),
+    (KeyError("x"), "error"),
+])
+def test_classify(exc, status):
+    assert classify(exc) == status
