@@ -1,0 +1,1013 @@
+"""The paper: one Jinja2 template renders the HTML; WeasyPrint renders the PDF from that HTML.
+
+Framework-free.
+
+Reads the tidy tables and the statistics only, never cell files. The template computes nothing:
+this module turns the tables into plain dicts of formatted text (a value that was not measured
+becomes ``NotMeasured`` with its reason, never "nan" or "None"), and the template lays them out.
+
+Usage::
+
+    build_report({"iterations": ..., "trials": ..., "cells": ..., "cell_stats": ...,
+                  "comparisons": ..., "tests": ...},
+                 html="results/default/report/report.html",
+                 pdf="results/default/report/report.pdf",
+                 figures="results/default/report/figures", run="default")
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import sys
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from fwbench import __version__, figures as figs
+from fwbench.figures import missing, outcome
+
+REPORT_DIR = Path(__file__).resolve().parent.parent / "report"
+TEMPLATE = "report.html.j2"
+CLAIMS_PATH = REPORT_DIR / "claims.yaml"
+
+FRAMEWORK_LABELS = figs.FRAMEWORK_LABELS
+PAPERS = ["patel2023", "dai2022", "florencio2019", "tian2020", "sumanjali2024"]
+VERDICTS = ["confirmed", "contradicted", "equivalent", "inconclusive", "not measured",
+            "untestable"]
+CLAIM_KINDS = {"direction", "mixed", "batch_trend", "pending", "untestable"}
+SELECT_AXES = set(figs.PAIR_AXES)
+
+# Provenance columns the trials table may carry; each one absent is named in the version audit.
+AUDIT_COLUMNS = {
+    "framework_version": "framework version",
+    "python": "Python",
+    "cuda": "CUDA (framework build)",
+    "cudnn": "cuDNN (framework build)",
+    "driver": "NVIDIA driver",
+    "device_name": "device name",
+    "cpu_model": "CPU model",
+    "cpu_count": "CPU count",
+    "platform": "platform",
+    "hostname": "host",
+    "container": "container",
+    "image_digest": "image digest",
+    "git_commit": "workflow commit",
+    "git_dirty": "uncommitted changes",
+}
+HARDWARE_COLUMNS = ["cpu_model", "cpu_count", "device_name", "driver", "platform", "hostname"]
+MIN_TRIALS_FOR_VERDICT = 7
+
+
+# --- inputs -----------------------------------------------------------------------------------
+
+@dataclass
+class Inputs:
+    """The report's tables; ``problems`` says why a table is empty when it is."""
+
+    trials: pd.DataFrame
+    cells: pd.DataFrame
+    cell_stats: pd.DataFrame
+    comparisons: pd.DataFrame
+    tests: pd.DataFrame
+    problems: dict = field(default_factory=dict)
+
+
+def load_inputs(inputs: dict) -> Inputs:
+    """Read the tables named by the workflow; a missing or empty one becomes an empty frame.
+
+    The iterations table is not read: every figure so far needs per-trial values only.
+    """
+    frames, problems = {}, {}
+    for name in ("trials", "cells", "cell_stats", "comparisons", "tests"):
+        frames[name], problem = _read_table(inputs.get(name), name)
+        if problem:
+            problems[name] = problem
+    for name in ("cell_stats", "comparisons"):
+        frames[name] = _normalize_axes(frames[name])
+    return Inputs(**frames, problems=problems)
+
+
+def _read_table(path, name: str) -> tuple[pd.DataFrame, str | None]:
+    if path is None:
+        return pd.DataFrame(), f"the workflow passed no {name} table"
+    path = Path(path)
+    if not path.exists():
+        return pd.DataFrame(), f"{path.name} does not exist"
+    try:
+        frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame(), f"{path.name} is empty"
+    if frame.empty:
+        return frame, f"{path.name} has no rows"
+    return frame, None
+
+
+def _normalize_axes(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.copy()
+    if "batch_size" in frame:
+        frame["batch_size"] = pd.to_numeric(frame["batch_size"], errors="coerce").astype("Int64")
+    for axis in figs.PAIR_AXES + ["framework", "pair_id", "cell_id"]:
+        if axis in frame and axis != "batch_size":
+            frame[axis] = frame[axis].astype(str)
+    return frame
+
+
+def source_date_epoch(trials: pd.DataFrame) -> int:
+    """The report's date: when the last trial ended (0 when no trial ran); never the clock."""
+    if trials.empty or "ended_at" not in trials:
+        return 0
+    ended = pd.to_datetime(trials["ended_at"], utc=True, errors="coerce").dropna()
+    return int(ended.max().timestamp()) if len(ended) else 0
+
+
+# --- formatting -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NotMeasured:
+    """A value that was not measured; ``note`` numbers its reason in the table's notes."""
+
+    reason: str
+    note: int
+
+    def __str__(self) -> str:
+        return "not measured"
+
+
+class Notes:
+    """The reasons behind a table's ``not measured`` entries, each numbered once."""
+
+    def __init__(self):
+        self.reasons: list[str] = []
+
+    def missing(self, reason: str) -> NotMeasured:
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+        return NotMeasured(reason, self.reasons.index(reason) + 1)
+
+
+def sig(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` significant digits, in plain notation (0.820, 1.40, 1234)."""
+    value = float(value)
+    if value == 0:
+        return "0"
+    exponent = math.floor(math.log10(abs(value)))
+    if exponent < -4:
+        return f"{value:.{digits - 1}e}"
+    return f"{value:.{max(digits - 1 - exponent, 0)}f}"
+
+
+def fmt_duration(ns) -> str:
+    """Nanoseconds as a readable duration with 3 significant digits: 812 µs, 2.44 ms, 1.20 s."""
+    seconds = float(ns) / 1e9
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{sig(seconds / scale)} {unit}"
+    return f"{sig(seconds / 1e-9)} ns"
+
+
+def fmt_p(p) -> str:
+    p = float(p)
+    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
+
+
+def fmt_interval(low, high, fmt=sig) -> str:
+    return f"[{fmt(low)}, {fmt(high)}]"
+
+
+def _get(row, column: str, notes: Notes, reason: str, fmt=str):
+    """The formatted value of ``row[column]``, or NotMeasured with ``reason``."""
+    if column not in row.index:
+        return notes.missing(f"the statistics have no column `{column}`")
+    value = row[column]
+    return notes.missing(reason) if missing(value) else fmt(value)
+
+
+def _interval(row, low: str, high: str, notes: Notes, reason: str, fmt=sig):
+    for column in (low, high):
+        if column not in row.index:
+            return notes.missing(f"the statistics have no column `{column}`")
+    if missing(row[low]) or missing(row[high]):
+        return notes.missing(reason)
+    return fmt_interval(row[low], row[high], fmt)
+
+
+def _label(framework) -> str:
+    return FRAMEWORK_LABELS.get(str(framework), str(framework))
+
+
+def _join(items) -> str:
+    items = [str(i) for i in items]
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _span(values) -> str:
+    """A count or range of counts as text: "3" or "2–3"."""
+    values = sorted({int(v) for v in values if not missing(v)})
+    if not values:
+        return "none"
+    return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
+
+
+def _unique(frame: pd.DataFrame, column: str) -> list[str]:
+    if column not in frame:
+        return []
+    return sorted({str(v) for v in frame[column] if not missing(v)})
+
+
+# --- numbering: figures and tables in document order ------------------------------------------
+
+class Numbering:
+    """Numbers figures and tables in the order the template shows them."""
+
+    def __init__(self):
+        self.count = {"figure": 0, "table": 0}
+
+    def next(self, kind: str) -> int:
+        self.count[kind] += 1
+        return self.count[kind]
+
+
+def _table(numbering: Numbering, key: str, caption: str, columns: list[str], rows: list,
+           notes: Notes, empty: str, wide: bool = True, classes: list[str] | None = None) -> dict:
+    return {"key": key, "number": numbering.next("table") if rows else None, "caption": caption,
+            "columns": columns, "rows": rows, "notes": notes.reasons, "empty": empty,
+            "wide": wide, "classes": classes or ["" for _ in columns]}
+
+
+def _figure(numbering: Numbering, figure: figs.Figure, href: str) -> dict:
+    return {"key": figure.key, "title": figure.title, "caption": figure.caption,
+            "source": figure.source, "reason": figure.reason,
+            "src": f"{href}/{figure.file}" if figure.file else None,
+            "number": numbering.next("figure") if figure.file else None}
+
+
+# --- facts of the run ---------------------------------------------------------------------------
+
+def failure_reasons(trials: pd.DataFrame) -> dict:
+    """pair id -> why the pair is incomplete, from its failed trials."""
+    if trials.empty or "status" not in trials:
+        return {}
+    failed = trials[trials["status"] != "ok"]
+    reasons = {}
+    for pair_id, group in failed.groupby("pair_id", sort=True):
+        parts = []
+        for (framework, status), sub in group.groupby(["framework", "status"], sort=True):
+            message = _first_message(sub)
+            parts.append(f"{_label(framework)} {status} in {len(sub)} trial(s)"
+                         + (f" ({message})" if message else ""))
+        reasons[str(pair_id)] = "; ".join(parts)
+    return reasons
+
+
+def _first_message(group: pd.DataFrame) -> str:
+    for message in group.get("message", []):
+        if not missing(message) and str(message).strip():
+            return " ".join(str(message).split())[:120]
+    return ""
+
+
+def run_facts(data: Inputs, run: str, epoch: int) -> dict:
+    trials, cells = data.trials, data.cells
+    n_ok = int((trials["status"] == "ok").sum()) if "status" in trials else 0
+    started = pd.to_datetime(trials.get("started_at", pd.Series(dtype=object)), utc=True,
+                             errors="coerce").dropna()
+    return {
+        "run": run,
+        "n_trials": len(trials),
+        "n_ok": n_ok,
+        "n_failed": len(trials) - n_ok,
+        "n_cells": int(trials["cell_id"].nunique()) if "cell_id" in trials else len(cells),
+        "n_pairs": int(trials["pair_id"].nunique()) if "pair_id" in trials else 0,
+        "frameworks": [_label(f) for f in _unique(trials, "framework")],
+        "models": _unique(trials, "model"),
+        "phases": _unique(trials, "phase"),
+        "devices": _unique(trials, "device"),
+        "experiments": _unique(trials, "experiment"),
+        "batch_sizes": [str(b) for b in sorted({int(b) for b in trials.get("batch_size", [])})],
+        "precisions": _unique(trials, "precision"),
+        "modes": _unique(trials, "mode"),
+        "profiles": _unique(trials, "profile"),
+        "started": _iso(started.min()) if len(started) else "no trial started",
+        "ended": _iso(pd.Timestamp(epoch, unit="s", tz="UTC")) if epoch else "no trial ended",
+        "commits": [c[:12] for c in _unique(trials, "git_commit")],
+    }
+
+
+def _iso(stamp) -> str:
+    return stamp.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def software(trials: pd.DataFrame) -> list[dict]:
+    """Per framework: versions, threads and settings in force, as recorded by each trial."""
+    rows = []
+    for framework in _unique(trials, "framework"):
+        part = trials[trials["framework"].astype(str) == framework]
+        rows.append({
+            "framework": framework,
+            "label": _label(framework),
+            "version": _join(_unique(part, "framework_version")) or "not recorded",
+            "threads_intra": _join(_unique(part, "threads_intra")) or "not recorded",
+            "threads_inter": _join(_unique(part, "threads_inter")) or "not recorded",
+            "threads_requested": _join(_unique(part, "threads_requested")) or "not recorded",
+            "mode": _join(_unique(part, "framework_mode")) or "not recorded",
+            "layout": _join(_unique(part, "layout")) or "not recorded",
+            "trials": len(part),
+            "iterations": _span(part.get("n_iterations", [])),
+            "warmup": _span(part.get("warmup_iterations", [])),
+        })
+    return rows
+
+
+def warnings(data: Inputs, soft: list[dict]) -> list[str]:
+    """What a reader must know before trusting the numbers."""
+    trials, out = data.trials, []
+    commits = trials["git_commit"].dropna().astype(str) if "git_commit" in trials else []
+    if len(set(commits)) > 1:
+        counts = pd.Series(commits).value_counts().sort_index()
+        listed = _join(f"{c[:12]} ({n} trials)" for c, n in counts.items())
+        out.append(f"This run mixes workflow commits: {listed}. Trials measured by different "
+                   "code are compared as if they were one run; re-run the older trials.")
+    if "git_commit" in trials and trials["git_commit"].isna().any():
+        out.append(f"{int(trials['git_commit'].isna().sum())} trial(s) recorded no workflow "
+                   "commit (git could not tell).")
+    if "git_dirty" in trials and trials["git_dirty"].fillna(False).astype(bool).any():
+        n = int(trials["git_dirty"].fillna(False).astype(bool).sum())
+        out.append(f"{n} trial(s) ran from a work tree with uncommitted changes: their commit "
+                   "does not identify the code that measured them.")
+    threads = {s["threads_intra"] for s in soft}
+    if len(threads) > 1:
+        out.append("The frameworks ran with different intra-op thread counts ("
+                   + _join(f"{s['label']} {s['threads_intra']}" for s in soft) + ").")
+    for s in soft:
+        if " and " in s["version"]:
+            out.append(f"{s['label']} ran in several versions in this run: {s['version']}.")
+    out += [f"The {name.replace('_', ' ')} table is missing: {why}." for name, why in
+            sorted(data.problems.items()) if name in ("trials", "cell_stats", "comparisons")]
+    return out
+
+
+# --- tables -------------------------------------------------------------------------------------
+
+def _varying(frame: pd.DataFrame, axes: list[str]) -> list[str]:
+    return [a for a in axes if a in frame and frame[a].astype(str).nunique() > 1]
+
+
+def _constant(frame: pd.DataFrame, axes: list[str]) -> str:
+    fixed = [f"{a.replace('_', ' ')} {frame[a].iloc[0]}" for a in axes
+             if a in frame and len(frame) and frame[a].astype(str).nunique() == 1]
+    return "; ".join(fixed)
+
+
+def _axis_header(axis: str) -> str:
+    return {"batch_size": "Batch", "input_shape": "Shape"}.get(axis, axis.capitalize())
+
+
+def _sorted(frame: pd.DataFrame, extra: list[str] = ()) -> pd.DataFrame:
+    keys = [a for a in figs.PAIR_AXES + list(extra) if a in frame]
+    return frame.sort_values(keys, kind="stable") if keys else frame
+
+
+def settings_table(numbering: Numbering, soft: list[dict]) -> dict:
+    rows = [[s["label"], s["version"], s["threads_intra"], s["threads_inter"],
+             s["threads_requested"], s["mode"], s["layout"], str(s["trials"]), s["iterations"],
+             s["warmup"]] for s in soft]
+    return _table(numbering, "settings", "Settings in force, as each trial recorded them.",
+                  ["Framework", "Version", "Intra-op threads", "Inter-op threads",
+                   "Threads requested", "Execution mode", "Layout", "Trials",
+                   "Timed iterations per trial", "Warm-up iterations"],
+                  rows, Notes(), "No trial recorded its settings.")
+
+
+def comparison_table(numbering: Numbering, data: Inputs, failures: dict) -> dict:
+    frame, notes = _sorted(data.comparisons), Notes()
+    axes = _varying(frame, figs.PAIR_AXES) or ["model"]
+    rows = []
+    for _, row in frame.iterrows():
+        cells = [str(row.get(a, "")) for a in axes]
+        if "ratio" in row.index and missing(row["ratio"]):
+            # no ratio: one reason (the failed trials) stands for every column of the pair
+            reason = notes.missing(failures.get(row.get("pair_id"),
+                                                "the statistics computed no ratio"))
+            rows.append(cells + [reason] * 6 + [_verdict_text(row, notes)])
+            continue
+        rows.append(cells + [
+            _get(row, "ratio", notes, "the statistics computed no ratio", sig),
+            _interval(row, "ratio_ci_low", "ratio_ci_high", notes, "no interval computed"),
+            _get(row, "ratio_method", notes, "no interval method recorded"),
+            _get(row, "mannwhitney_p", notes, "too few trials for a test", fmt_p),
+            _get(row, "holm_p", notes, "no corrected p (no test)", fmt_p),
+            _cliffs(row, notes),
+            _verdict_text(row, notes),
+        ])
+    caption = ("PyTorch/TensorFlow ratio of median times per matched pair, with its interval, "
+               "the Mann-Whitney U test on the trials' medians (raw and Holm-corrected) and "
+               f"Cliff's delta (above 0: PyTorch slower). {_constant(frame, figs.PAIR_AXES)}.")
+    why = data.problems.get("comparisons", "no matched pair was compared")
+    return _table(numbering, "comparisons", caption,
+                  [_axis_header(a) for a in axes] + ["Ratio", "Interval", "Method", "p",
+                                                     "p (Holm)", "Cliff's δ", "Verdict"],
+                  rows, notes, f"No comparison: {why}.",
+                  classes=[""] * len(axes) + ["num", "num", "", "num", "num", "", ""])
+
+
+def _cliffs(row, notes: Notes):
+    delta = _get(row, "cliffs_delta", notes, "too few trials for an effect size", sig)
+    if isinstance(delta, NotMeasured) or missing(row.get("cliffs_magnitude")):
+        return delta
+    return f"{delta} ({row['cliffs_magnitude']})"
+
+
+def _verdict_text(row, notes: Notes):
+    verdict = _get(row, "verdict", notes, "no verdict recorded")
+    exploratory = row.get("exploratory")
+    if not isinstance(verdict, NotMeasured) and not missing(exploratory) and bool(exploratory):
+        return f"{verdict} (exploratory)"
+    return verdict
+
+
+def cell_table(numbering: Numbering, data: Inputs, failures: dict) -> dict:
+    frame, notes = data.cell_stats, Notes()
+    if frame.empty:
+        frame = data.cells
+    frame = _sorted(frame, ["framework"])
+    axes = _varying(frame, figs.PAIR_AXES) or ["model"]
+    status = _cell_status(data.trials)
+    rows = []
+    for _, row in frame.iterrows():
+        failed = status.get(str(row.get("cell_id")), "no ok trial")
+        rows.append([str(row.get(a, "")) for a in axes] + [_label(row.get("framework")),
+            _trial_count(row, notes),
+            _get(row, "median_ns", notes, failed, fmt_duration),
+            _get(row, "iqr_ns", notes, failed, fmt_duration),
+            _interval(row, "ci_low_ns", "ci_high_ns", notes, failed, fmt_duration),
+            _get(row, "throughput_sps", notes, failed, sig),
+            _get(row, "cv", notes, failed, sig),
+            _cell_remarks(row),
+        ])
+    caption = ("Every cell: trials ended ok of those run, median of the trials' median "
+               "iteration times, its interquartile range and confidence interval, throughput "
+               f"(samples/s) and coefficient of variation. {_constant(frame, figs.PAIR_AXES)}.")
+    why = data.problems.get("cell_stats", "no cell was summarized")
+    return _table(numbering, "cells", caption,
+                  [_axis_header(a) for a in axes] + ["Framework", "Ok/trials", "Median", "IQR",
+                                                     "95 % CI", "Samples/s", "CV", "Remarks"],
+                  rows, notes, f"No cell statistics: {why}.",
+                  classes=[""] * (len(axes) + 1) + ["num"] * 6 + [""])
+
+
+def _cell_status(trials: pd.DataFrame) -> dict:
+    if trials.empty or "status" not in trials:
+        return {}
+    failed = trials[trials["status"] != "ok"]
+    return {str(cell): f"{_join(sorted(set(g['status'])))}: {_first_message(g) or 'no message'}"
+            for cell, g in failed.groupby("cell_id", sort=True)}
+
+
+def _trial_count(row, notes: Notes):
+    if missing(row.get("n_ok")) or missing(row.get("n_trials")):
+        return notes.missing("the statistics have no trial counts")
+    return f"{int(row['n_ok'])}/{int(row['n_trials'])}"
+
+
+def _cell_remarks(row) -> str:
+    parts = []
+    if not missing(row.get("outliers")) and str(row["outliers"]) not in ("0", "0.0", ""):
+        parts.append(f"outliers: {row['outliers']}")
+    if not missing(row.get("warnings")) and str(row["warnings"]).strip():
+        parts.append(str(row["warnings"]))
+    if not missing(row.get("status")) and str(row["status"]) != "ok":
+        parts.append(f"{row['status']}: {row.get('message', '')}".strip(": "))
+    return "; ".join(parts)
+
+
+def tests_table(numbering: Numbering, data: Inputs) -> dict:
+    frame, notes = data.tests, Notes()
+    columns = list(frame.columns)
+    rows = [[_test_value(row, c, notes) for c in columns] for _, row in frame.iterrows()]
+    why = data.problems.get("tests", "the statistics ran no test")
+    return _table(numbering, "tests", "Hypothesis tests, by family, with corrected p-values.",
+                  [c.replace("_", " ") for c in columns], rows, notes, f"No test: {why}.")
+
+
+def _test_value(row, column: str, notes: Notes):
+    value = row[column]
+    if missing(value):
+        return notes.missing(f"no {column.replace('_', ' ')} for this test")
+    if isinstance(value, float):
+        return fmt_p(value) if column.lower().startswith("p") or column.endswith("_p") \
+            else sig(value)
+    return str(value)
+
+
+def failure_table(numbering: Numbering, data: Inputs) -> dict:
+    trials = data.trials
+    failed = trials[trials["status"] != "ok"] if "status" in trials else trials.iloc[0:0]
+    failed = failed.sort_values([c for c in ("cell_id", "trial") if c in failed], kind="stable")
+    rows = [[str(r["cell_id"]), str(r.get("trial", "")), str(r["status"]),
+             " ".join(str(r.get("message", "")).split()) or "no message was recorded"]
+            for _, r in failed.iterrows()]
+    caption = ("Every trial that did not end ok, with its reason. Unlike patel2023, which drops "
+               "its out-of-memory points, a failure here is a result: it stays in the tables "
+               "and the figures mark its cell as not measured.")
+    return _table(numbering, "failures", caption, ["Cell", "Trial", "Status", "Reason"], rows,
+                  Notes(), f"Every one of the {len(trials)} trials ended ok.",
+                  classes=["id", "num", "", "msg"])
+
+
+def audit_table(numbering: Numbering, data: Inputs) -> dict:
+    trials, notes, rows = data.trials, Notes(), []
+    for column, title in AUDIT_COLUMNS.items():
+        for framework in _unique(trials, "framework") or [""]:
+            if column not in trials:
+                value = notes.missing(f"the trials table has no `{column}` column; the trial's "
+                                      "env.json side file may hold it")
+            else:
+                part = trials[trials["framework"].astype(str) == framework]
+                value = _join(_audit_values(part[column])) or notes.missing(
+                    f"no trial recorded its {title}")
+            rows.append([title, _label(framework), value])
+    for name, version in builder_versions().items():
+        rows.append([name, "report builder", version])
+    return _table(numbering, "audit", "Version audit: every provenance value the trials "
+                  "recorded, per framework, and the software that built this report.",
+                  ["Item", "Recorded by", "Value"], rows, notes, "No trial recorded provenance.",
+                  classes=["", "", "id"])
+
+
+def _audit_values(series: pd.Series) -> list[str]:
+    return sorted({str(v) for v in series if not missing(v)})
+
+
+def builder_versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"fwbench": __version__, "Python": sys.version.split()[0]}
+    for package in ("pandas", "matplotlib", "jinja2", "weasyprint"):
+        try:
+            out[package] = version(package)
+        except PackageNotFoundError:
+            out[package] = "not installed"
+    return out
+
+
+# --- claims -------------------------------------------------------------------------------------
+
+@cache
+def load_claims(path: str = str(CLAIMS_PATH)) -> dict:
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFrame) -> dict:
+    """The verdict on one published claim: {verdict, ours, notes}.
+
+    ``direction`` and ``mixed`` read the comparisons; ``batch_trend`` reads the cell statistics;
+    ``pending`` and ``untestable`` say why no verdict is possible.
+    """
+    test = claim["test"]
+    kind = test["kind"]
+    if kind == "untestable":
+        return {"verdict": "untestable", "ours": f"untestable: {test['reason']}", "notes": []}
+    if kind == "pending":
+        return {"verdict": "not measured", "ours": f"not measured in this run: needs "
+                f"{test['needs']}", "notes": []}
+    source = cell_stats if kind == "batch_trend" else comparisons
+    rows, notes = _claim_rows(source, test.get("select", {}))
+    if isinstance(rows, str):
+        return {"verdict": "not measured", "ours": f"not measured in this run: {rows}",
+                "notes": notes}
+    judge = {"direction": _judge_direction, "mixed": _judge_mixed,
+             "batch_trend": _judge_batch_trend}[kind]
+    verdict, ours = judge(rows, claim)
+    return {"verdict": verdict, "ours": ours, "notes": notes}
+
+
+def _claim_rows(frame: pd.DataFrame, select: dict):
+    """The rows a claim selects, or the reason there are none; notes on how they were chosen."""
+    if frame.empty:
+        return "the statistics hold no rows", []
+    for axis, wanted in select.items():
+        values = [str(v) for v in (wanted if isinstance(wanted, list) else [wanted])]
+        have = _unique(frame, axis)
+        if not set(values) & set(have):
+            return (f"it has no pair with {axis.replace('_', ' ')} {' or '.join(values)} "
+                    f"(this run measured {_join(have) or 'none'})"), []
+        frame = frame[frame[axis].astype(str).isin(values)]
+    if frame.empty:
+        return "no pair has every selected setting at once", []
+    notes = []
+    if "profile" in frame:
+        if (frame["profile"] == "defaults").any():
+            frame = frame[frame["profile"] == "defaults"]
+        else:
+            notes.append("Judged on the matched profile: this run has no `defaults` profile, "
+                         "and the paper ran each framework's defaults.")
+    if "device" not in select and "device" in frame:
+        notes.append(f"Measured on: {_join(_unique(frame, 'device'))}.")
+    return frame, notes
+
+
+def _judge_direction(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
+    rows = rows[[not missing(r) for r in rows["ratio"]]] if "ratio" in rows else rows.iloc[0:0]
+    if rows.empty:
+        return "not measured", "not measured in this run: the selected pairs have no ratio"
+    expect = claim["test"]["expect"]
+    opposite = "tensorflow_faster" if expect == "pytorch_faster" else "pytorch_faster"
+    kinds = [outcome(r) for _, r in rows.iterrows()]
+    n, agree, against = len(kinds), kinds.count(expect), kinds.count(opposite)
+    equal = kinds.count("equivalent")
+    need = n if claim["test"].get("aggregate", "all") == "all" else n // 2 + 1
+    if agree >= need:
+        verdict = "confirmed"
+    elif against >= need or (against and not agree and need == n):
+        verdict = "contradicted"
+    elif equal >= need:
+        verdict = "equivalent"
+    else:
+        verdict = "inconclusive"
+    return verdict, _ratio_summary(rows, kinds, claim.get("published_ratio"))
+
+
+def _ratio_summary(rows: pd.DataFrame, kinds: list[str], published) -> str:
+    counts = ", ".join(f"{kinds.count(k)} {figs.OUTCOME_LABELS[k]}" for k in figs.OUTCOME_LABELS
+                       if kinds.count(k))
+    if len(rows) == 1:
+        row = rows.iloc[0]
+        text = f"ratio {sig(row['ratio'])}"
+        if not missing(row.get("ratio_ci_low")) and not missing(row.get("ratio_ci_high")):
+            text += f" {fmt_interval(row['ratio_ci_low'], row['ratio_ci_high'])}"
+            if published:
+                low, high = row["ratio_ci_low"], row["ratio_ci_high"]
+                inside = low <= published[1] and high >= published[0]
+                text += (f"; {'overlaps' if inside else 'outside'} the published "
+                         f"{sig(published[0])}–{sig(published[1])}")
+        return f"{text} ({counts})"
+    ratios = rows["ratio"].astype(float)
+    return (f"{len(rows)} pairs, ratio {sig(ratios.min())} to {sig(ratios.max())}: {counts}")
+
+
+def _judge_mixed(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
+    rows = rows[[not missing(r) for r in rows["ratio"]]] if "ratio" in rows else rows.iloc[0:0]
+    if rows.empty:
+        return "not measured", "not measured in this run: the selected pairs have no ratio"
+    kinds = [outcome(r) for _, r in rows.iterrows()]
+    pt, tf = kinds.count("pytorch_faster"), kinds.count("tensorflow_faster")
+    if pt and tf:
+        verdict = "confirmed"
+    elif len(kinds) >= 2 and (pt == len(kinds) or tf == len(kinds)):
+        verdict = "contradicted"
+    else:
+        verdict = "inconclusive"
+    return verdict, _ratio_summary(rows, kinds, None)
+
+
+def _judge_batch_trend(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
+    needed = {"median_ns", "ci_low_ns", "ci_high_ns", "batch_size"}
+    if not needed <= set(rows.columns):
+        return "not measured", ("not measured in this run: the cell statistics lack "
+                                + _join(sorted(needed - set(rows.columns))))
+    rows = rows[[not missing(v) for v in rows["median_ns"]]]
+    keys = [k for k in ("device", "model", "framework", "input_shape", "mode", "profile")
+            if k in rows]
+    falls, rises, series = 0, 0, []
+    for key, group in rows.groupby(keys, sort=True):
+        if group["batch_size"].nunique() < 2:
+            continue
+        small = group.loc[group["batch_size"].idxmin()]
+        large = group.loc[group["batch_size"].idxmax()]
+        b_small, b_large = int(small["batch_size"]), int(large["batch_size"])
+        if large["ci_high_ns"] / b_large < small["ci_low_ns"] / b_small:
+            falls += 1
+        elif large["ci_low_ns"] / b_large > small["ci_high_ns"] / b_small:
+            rises += 1
+        series.append(f"{key[1]} {_label(key[2])}: {fmt_duration(small['median_ns'] / b_small)}"
+                      f" → {fmt_duration(large['median_ns'] / b_large)}")
+    if not series:
+        return "not measured", ("not measured in this run: no model has two batch sizes "
+                                "with a measured inference time")
+    n = len(series)
+    verdict = ("confirmed" if falls == n else "contradicted" if rises > n / 2
+               else "inconclusive")
+    return verdict, (f"time per sample, smallest → largest batch: {'; '.join(series)} "
+                     f"({falls} of {n} fall, {rises} rise)")
+
+
+def claims_section(numbering: Numbering, data: Inputs) -> dict:
+    catalog = load_claims()
+    rows, per_paper, counts = [], {}, {v: 0 for v in VERDICTS}
+    for claim in catalog["claims"]:
+        result = evaluate_claim(claim, data.comparisons, data.cell_stats)
+        counts[result["verdict"]] += 1
+        row = {**claim, **result, "verdict_class": result["verdict"].replace(" ", "-"),
+               "differences": " ".join([*result["notes"], claim["differences"]]).strip()}
+        rows.append(row)
+        per_paper.setdefault(claim["paper"], {v: 0 for v in VERDICTS})[result["verdict"]] += 1
+    table = {"key": "claims", "number": numbering.next("table"),
+             "caption": "Every quantitative claim of the five papers: the paper's words and where "
+                        "they stand, what was published, what this run measured, the verdict, "
+                        "and what may explain a difference."}
+    per_paper = {paper: ", ".join(f"{n} {v}" for v, n in tally.items() if n)
+                 for paper, tally in per_paper.items()}
+    return {"table": table, "rows": rows, "counts": counts, "papers": catalog["papers"],
+            "per_paper": per_paper}
+
+
+# --- figures ------------------------------------------------------------------------------------
+
+def make_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, figs.Figure]:
+    """Every figure of the report, in document order, drawn into ``folder`` or left out."""
+    comparisons, stats, trials = data.comparisons, data.cell_stats, data.trials
+    no_telemetry = ("this run's statistics carry no telemetry columns (GPU power, temperature "
+                    "and utilization come from NVML on an NVIDIA GPU; CPU temperature and "
+                    "utilization from psutil)")
+    devices = _join(_unique(trials, "device")) or "no device"
+    left_out = {
+        "flops": figs.Figure("achieved_flops", "Achieved FLOP/s and fraction of peak", "",
+                             reason="Not drawn: the tables carry no FLOP count per model and no "
+                                    "peak rate per device yet."),
+        "energy": figs.Figure("energy_per_sample", "Energy per sample", "",
+                              reason=f"Not drawn: {no_telemetry}."),
+        "telemetry": figs.Figure("telemetry_trace", "Telemetry trace of one trial", "",
+                                 reason="Not drawn: the tables carry no telemetry time series "
+                                        "yet (the trial's telemetry.csv side file)."),
+    }
+    out = {
+        "relative_time": figs.relative_time(comparisons, failures, folder, title="Relative time",
+                                            absent="the statistics hold no matched pair"),
+        "throughput": figs.throughput(stats, folder),
+        "inference_vs_batch": figs.time_vs_batch(stats, folder, source="patel2023 Fig. 4"),
+        **left_out,
+        **_paper_figures(data, folder, failures, devices, no_telemetry),
+    }
+    return out
+
+
+def _paper_figures(data: Inputs, folder: Path, failures: dict, devices: str,
+                   no_telemetry: str) -> dict[str, figs.Figure]:
+    comparisons, trials = data.comparisons, data.trials
+
+    def relative(number: int, phase: str, device: str, title: str) -> figs.Figure:
+        where = "a GPU" if device == "cuda" else "the CPU"
+        return figs.relative_time(
+            comparisons, failures, folder, key=f"patel2023_fig{number}", title=title,
+            source=f"patel2023 Fig. {number}", select={"phase": phase, "device": device},
+            absent=f"this run has no {phase} pair on {where} (it measured {devices})")
+
+    epoch_absent = ("this run has no `epoch` experiment of LeNet-5 (one epoch of 600 steps of "
+                    "batch 100 per trial, as the paper timed it); this version of fwbench "
+                    "measures the `throughput` experiment only, whose LeNet-5 cells are in the "
+                    "results above")
+    return {
+        "patel_fig1": relative(1, "train", "cuda", "Relative training time on the GPU"),
+        "patel_fig2": relative(2, "infer", "cuda", "Relative inference time on the GPU"),
+        "patel_fig3": relative(3, "infer", "cpu", "Relative inference time on the CPU"),
+        "patel_fig5": figs.Figure("patel2023_fig5", "Power against batch size", "",
+                                  source="patel2023 Fig. 5", reason=f"Not drawn: {no_telemetry}."),
+        "florencio_fig4": figs.trial_boxplots(
+            trials, folder, key="florencio2019_fig4", title="LeNet-5 training time per epoch",
+            select={"experiment": "epoch", "model": "lenet5", "phase": "train"},
+            source="florencio2019 Fig. 4", absent=epoch_absent),
+        "florencio_fig5": figs.trial_boxplots(
+            trials, folder, key="florencio2019_fig5", title="LeNet-5 inference time per epoch",
+            select={"experiment": "epoch", "model": "lenet5", "phase": "infer"},
+            source="florencio2019 Fig. 5", absent=epoch_absent),
+        "florencio_fig6_13": figs.Figure(
+            "florencio2019_fig6_13", "GPU and CPU temperature and utilization", "",
+            source="florencio2019 Fig. 6–13", reason=f"Not drawn: {no_telemetry}."),
+        "tian": figs.Figure(
+            "tian2020", "Training, inference and first-epoch times, accuracy per epoch, "
+            "confusion matrix", "", source="tian2020 Figures 1–9",
+            reason="Not drawn: they need the `convergence` experiment (CIFAR-10 training to "
+                   "accuracy), which this version of fwbench does not run."),
+    }
+
+
+# --- the document -------------------------------------------------------------------------------
+
+def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: int) -> dict:
+    """Everything the template shows, as plain dicts of text, numbered in document order."""
+    numbering = Numbering()
+    failures = failure_reasons(data.trials)
+    soft = software(data.trials)
+    facts = run_facts(data, run, epoch)
+    context = {"facts": facts, "software": soft, "warnings": warnings(data, soft)}
+    context["tables"] = {"settings": settings_table(numbering, soft),
+                         "comparisons": comparison_table(numbering, data, failures),
+                         "cells": cell_table(numbering, data, failures),
+                         "tests": tests_table(numbering, data)}
+    context["claims"] = claims_section(numbering, data)
+    context["figures"] = {key: _figure(numbering, f, href) for key, f in figures.items()}
+    context["tables"]["audit"] = audit_table(numbering, data)
+    context["tables"]["failures"] = failure_table(numbering, data)
+    context["method"] = method(data, facts)
+    context["abstract"] = abstract(data, facts, soft, context["claims"]["counts"],
+                                   context["tables"]["failures"])
+    context["threats"] = threats(data, facts, soft)
+    context["title"] = "PyTorch and TensorFlow, measured: " + (facts["run"] or "run")
+    context["created"] = datetime.fromtimestamp(epoch, timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+    context["generator"] = f"fwbench {__version__}"
+    context["css"] = (REPORT_DIR / "style.css").read_text()
+    return context
+
+
+def method(data: Inputs, facts: dict) -> dict:
+    trials, comparisons = data.trials, data.comparisons
+    hardware = {c: _join(_unique(trials, c)) for c in HARDWARE_COLUMNS if _unique(trials, c)}
+    corrections = [name for column, name in (("holm_p", "Holm"), ("bh_p", "Benjamini-Hochberg"))
+                   if column in comparisons]
+    return {
+        "hardware": hardware,
+        "hardware_missing": [c for c in HARDWARE_COLUMNS if c not in hardware],
+        "trials_per_cell": _span(trials.groupby("cell_id").size()) if "cell_id" in trials
+        else "none",
+        "interleaved": "run_order" in trials,
+        "ratio_methods": _unique(comparisons, "ratio_method"),
+        "corrections": corrections,
+        "families": _unique(data.tests, "family"),
+        "exploratory": int(comparisons["exploratory"].fillna(False).astype(bool).sum())
+        if "exploratory" in comparisons else 0,
+    }
+
+
+def abstract(data: Inputs, facts: dict, soft: list[dict], counts: dict, failures: dict) -> list:
+    out = []
+    versions = _join(f"{s['label']} {s['version']}" for s in soft) or "no framework"
+    out.append(
+        f"We measured {facts['n_cells']} cells ({_join(facts['models']) or 'no model'}; "
+        f"{_join(facts['phases']) or 'no phase'}; batch sizes {', '.join(facts['batch_sizes'])}"
+        f") of {versions} on {_join(facts['devices']) or 'no device'}, in {facts['n_trials']} "
+        f"fresh-process trials of which {facts['n_ok']} ended ok.")
+    comparisons = data.comparisons
+    if "ratio" in comparisons and comparisons["ratio"].notna().any():
+        rated = comparisons[comparisons["ratio"].notna()]
+        kinds = [outcome(r) for _, r in rated.iterrows()]
+        low, high = rated.loc[rated["ratio"].idxmin()], rated.loc[rated["ratio"].idxmax()]
+        out.append(
+            f"PyTorch's median time divided by TensorFlow's ranged from {sig(low['ratio'])} "
+            f"({_pair_name(low)}) to {sig(high['ratio'])} ({_pair_name(high)}). PyTorch was "
+            f"faster in {kinds.count('pytorch_faster')} of {len(kinds)} matched pairs, "
+            f"TensorFlow in {kinds.count('tensorflow_faster')}; "
+            f"{kinds.count('equivalent')} were equivalent and "
+            f"{kinds.count('inconclusive')} inconclusive.")
+    else:
+        out.append("No matched pair produced a PyTorch/TensorFlow ratio in this run.")
+    judged = ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v])
+    out.append(f"Of the {sum(counts.values())} quantitative claims of the five source papers: "
+               f"{judged}.")
+    if failures["rows"]:
+        statuses = pd.Series([r[2] for r in failures["rows"]]).value_counts().sort_index()
+        out.append(f"{len(failures['rows'])} trials did not end ok ("
+                   + _join(f"{n} {s}" for s, n in statuses.items())
+                   + f"); Table {failures['number']} gives each with its reason.")
+    return out
+
+
+def _pair_name(row) -> str:
+    return " ".join(str(row[a]) if a != "batch_size" else f"batch {row[a]}"
+                    for a in ("model", "phase", "batch_size", "device") if a in row.index)
+
+
+def threats(data: Inputs, facts: dict, soft: list[dict]) -> list[str]:
+    out = []
+    per_cell = data.trials.groupby("cell_id").size() if "cell_id" in data.trials else []
+    if len(per_cell) and int(per_cell.min()) < MIN_TRIALS_FOR_VERDICT:
+        out.append(f"Few trials: some cells have {int(per_cell.min())} trials; an interval of "
+                   f"a median from fewer than {MIN_TRIALS_FOR_VERDICT} trials is wide, and "
+                   "verdicts drawn from it are fragile.")
+    if facts["devices"] == ["cpu"]:
+        out.append("Only the CPU was measured: every GPU claim is left as not measured, and "
+                   "CPU numbers from a shared virtual machine vary with its neighbours.")
+    if "defaults" not in facts["profiles"]:
+        out.append("Only the matched settings profile was run; the papers measured each "
+                   "framework as it comes, so their claims are judged on matched settings here.")
+    out.append("Synthetic in-memory data: input pipelines, which the papers' epoch times "
+               "include, are not measured by the throughput experiment.")
+    out.append("Model equivalence: both frameworks build the same architecture from one spec; "
+               "kernel choices (convolution algorithms, layouts) still differ, by design of each "
+               "framework, and are part of what is compared.")
+    out.append("Published statistics: florencio2019 paired runs that were not paired and "
+               "reports p = 3.896559845095909e-18, the floor the normal approximation of the "
+               "Wilcoxon signed-rank test reaches at n = 100, for five hypotheses; we compare "
+               "independent trials with Mann-Whitney U and intervals instead.")
+    return out
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+@cache
+def _environment():
+    import jinja2
+
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(REPORT_DIR / "templates"),
+                              autoescape=True, undefined=jinja2.StrictUndefined,
+                              lstrip_blocks=True, keep_trailing_newline=True)
+    environment.filters["code"] = code_spans
+    return environment
+
+
+def code_spans(text) -> "markupsafe.Markup":
+    """Escape ``text``, then show its `backticked` spans as code."""
+    import re
+
+    import markupsafe
+
+    escaped = str(markupsafe.escape(text))
+    return markupsafe.Markup(re.sub(r"`([^`<>]+)`", r"<code>\1</code>", escaped))
+
+
+def render_html(context: dict) -> str:
+    return _environment().get_template(TEMPLATE).render(**context)
+
+
+@contextmanager
+def _source_date_epoch(epoch: int):
+    old = os.environ.get("SOURCE_DATE_EPOCH")
+    os.environ["SOURCE_DATE_EPOCH"] = str(epoch)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["SOURCE_DATE_EPOCH"]
+        else:
+            os.environ["SOURCE_DATE_EPOCH"] = old
+
+
+def render_pdf(html: str, base_url: Path, epoch: int) -> bytes:
+    """The PDF of ``html``; the same HTML and figures give the same bytes."""
+    import weasyprint
+
+    with _source_date_epoch(epoch):
+        document = weasyprint.HTML(string=html, base_url=str(base_url) + os.sep)
+        return document.write_pdf(pdf_identifier=f"fwbench-{epoch}".encode())
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual mode
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def _staged_directory(target: Path):
+    """A fresh folder next to ``target`` that replaces it when the block ends without error."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    try:
+        yield stage
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    stage.chmod(0o777 & ~_umask())
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        os.replace(target, old)
+    os.replace(stage, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def build_report(inputs: dict, *, html: str, pdf: str, figures: str, run: str) -> None:
+    """Write the report's HTML, its PDF and the figures folder both reference.
+
+    ``inputs`` maps iterations, trials, cells (parquet) and cell_stats, comparisons, tests (CSV)
+    to paths. Every output is written atomically; the PDF's date is the end of the last trial,
+    so the same inputs give a byte-identical PDF.
+    """
+    data = load_inputs(inputs)
+    epoch = source_date_epoch(data.trials)
+    html_path, figures_dir = Path(html), Path(figures)
+    href = Path(os.path.relpath(figures_dir, html_path.parent)).as_posix()
+    with _staged_directory(figures_dir) as stage:
+        drawn = make_figures(data, stage, failure_reasons(data.trials))
+    context = build_context(data, run=run, figures=drawn, href=href, epoch=epoch)
+    text = render_html(context)
+    document = render_pdf(text, html_path.parent, epoch)
+    _write_atomic(html_path, text.encode())
+    _write_atomic(Path(pdf), document)

@@ -1,0 +1,560 @@
+"""fwbench/report.py and fwbench/figures.py: the paper, built from hand-made tables.
+
+The fixture writes small tables that follow the contracts of fwbench/results.py (parquet) and
+fwbench/stats.py (CSV), with failures, a mixed commit and hostile strings in error messages. The
+reader checks render the PDF with pdftoppm/pdftotext (apt: poppler-utils) and open the HTML in
+headless Chromium (apt: chromium); each skips with its reason when the tool is absent.
+"""
+
+from __future__ import annotations
+
+import html as htmllib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from fwbench import report
+from fwbench.report import (NotMeasured, Notes, build_report, evaluate_claim, fmt_duration,
+                            load_claims, sig)
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTILE = "RuntimeError: <script>alert('x')</script> & CUDA out of memory"
+COMMIT_A, COMMIT_B = "a" * 40, "b" * 40
+START = pd.Timestamp("2026-01-02T03:04:05Z")
+AXES = ["experiment", "device", "framework", "model", "phase", "batch_size", "input_shape",
+        "precision", "mode", "profile"]
+
+
+# --- fixture: the tables of a small run ----------------------------------------------------------
+
+def _cells():
+    for model, shape, pt_factor in (("lenet5", "1x28x28", 0.7), ("resnet18", "3x32x32", 1.4)):
+        for phase in ("train", "infer"):
+            for batch in (1, 4):
+                for framework in ("pytorch", "tensorflow"):
+                    name = f"{phase}-b{batch}-{shape}-fp32-idiomatic-matched"
+                    yield {
+                        "experiment": "throughput", "device": "cpu", "framework": framework,
+                        "model": model, "phase": phase, "batch_size": batch,
+                        "input_shape": shape, "precision": "fp32", "mode": "idiomatic",
+                        "profile": "matched",
+                        "cell_id": f"throughput/cpu/{framework}/{model}/{name}",
+                        "pair_id": f"throughput/cpu/{model}/{name}",
+                        "_factor": pt_factor if framework == "pytorch" else 1.0,
+                        "_base": (2e6 if model == "lenet5" else 40e6) * (3 if phase == "train"
+                                                                          else 1),
+                    }
+
+
+def _status(cell, trial):
+    if cell["model"] == "resnet18" and cell["phase"] == "infer" and cell["batch_size"] == 4 \
+            and cell["framework"] == "pytorch":
+        return "oom", HOSTILE
+    if cell["cell_id"].startswith("throughput/cpu/tensorflow/lenet5/train-b1") and trial == 2:
+        return "timeout", "trial passed its 300 s timeout"
+    return "ok", ""
+
+
+def make_trials(mixed_commits=True) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    rows = []
+    for cell in _cells():
+        for trial in (1, 2, 3):
+            status, message = _status(cell, trial)
+            position = len(rows)
+            median = (cell["_base"] * cell["_factor"] * (1 + 0.3 * cell["batch_size"])
+                      * (1 + 0.02 * rng.standard_normal()))
+            rows.append({
+                "run": "fixture", **{k: v for k, v in cell.items() if not k.startswith("_")},
+                "trial": trial, "group_position": trial - 1, "status": status,
+                "message": message, "cold_start_ns": int(median * 5),
+                "warmup_iterations": 3, "warmup_steady": True,
+                "n_iterations": 10 if status == "ok" else 0,
+                "median_ns": float(median) if status == "ok" else None,
+                "threads_requested": 1, "threads_intra": 1, "threads_inter": 1,
+                "framework_mode": "eager" if cell["framework"] == "pytorch" else "function",
+                "layout": "NCHW" if cell["framework"] == "pytorch" else "NHWC",
+                "framework_version": "2.14.1" if cell["framework"] == "pytorch" else "2.21.0",
+                "peak_rss_bytes": 10**9,
+                "started_at": START + pd.Timedelta(seconds=5 * position),
+                "ended_at": START + pd.Timedelta(seconds=5 * position + 4),
+                "git_commit": COMMIT_B if mixed_commits and position >= 40 else COMMIT_A,
+                "git_dirty": False,
+            })
+    trials = pd.DataFrame(rows)
+    trials["run_order"] = range(len(trials))
+    return trials
+
+
+def make_cells(trials: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for cell_id, g in trials.groupby("cell_id", sort=True):
+        failed = g[g["status"] != "ok"]
+        rows.append({**g.iloc[0][["run", "cell_id", "pair_id", *AXES]].to_dict(),
+                     "n_trials": len(g), "n_ok": int((g["status"] == "ok").sum()),
+                     "status": "ok" if failed.empty else failed["status"].iloc[0],
+                     "message": "" if failed.empty else failed["message"].iloc[0]})
+    return pd.DataFrame(rows)
+
+
+def make_cell_stats(trials: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for cell_id, g in trials.groupby("cell_id", sort=True):
+        ok = g.loc[g["status"] == "ok", "median_ns"].astype(float)
+        row = {"cell_id": cell_id, **g.iloc[0][AXES].to_dict(), "pair_id": g["pair_id"].iloc[0],
+               "n_trials": len(g), "n_ok": len(ok), "n_iterations": 10 * len(ok)}
+        if len(ok):
+            median = float(ok.median())
+            row.update(median_ns=median, mean_ns=float(ok.mean()),
+                       iqr_ns=float(ok.quantile(0.75) - ok.quantile(0.25)),
+                       min_ns=float(ok.min()), max_ns=float(ok.max()),
+                       cv=float(ok.std() / ok.mean()) if len(ok) > 1 else None,
+                       ci_low_ns=float(ok.min()), ci_high_ns=float(ok.max()),
+                       throughput_sps=row["batch_size"] / median * 1e9, outliers=0, warnings="")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def make_comparisons(stats: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for pair_id, g in stats.groupby("pair_id", sort=True):
+        pt = g[g["framework"] == "pytorch"].iloc[0]
+        tf = g[g["framework"] == "tensorflow"].iloc[0]
+        row = {"pair_id": pair_id, **{a: pt[a] for a in AXES if a != "framework"}}
+        if not pd.isna(pt.get("median_ns")) and not pd.isna(tf.get("median_ns")):
+            low, high = pt["ci_low_ns"] / tf["ci_high_ns"], pt["ci_high_ns"] / tf["ci_low_ns"]
+            verdict = ("pytorch faster" if high < 1 else "tensorflow faster" if low > 1
+                       else "inconclusive")
+            row.update(ratio=pt["median_ns"] / tf["median_ns"], ratio_ci_low=low,
+                       ratio_ci_high=high, ratio_method="bootstrap percentile",
+                       mannwhitney_p=0.1, cliffs_delta=-1.0 if high < 1 else 1.0,
+                       cliffs_magnitude="large", verdict=verdict, exploratory=False,
+                       holm_p=0.4, bh_p=0.2)
+        else:
+            row.update(verdict="not measured", exploratory=False)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def make_tests(comparisons: pd.DataFrame) -> pd.DataFrame:
+    rated = comparisons[comparisons["ratio"].notna()]
+    return pd.DataFrame({"family": "throughput cpu", "hypothesis": rated["pair_id"],
+                         "statistic": 9.0, "p": 0.1, "p_holm": 0.4, "decision": "not rejected"})
+
+
+def write_run(folder: Path, *, mixed_commits=True, drop_columns=(), empty_stats=False) -> dict:
+    folder.mkdir(parents=True, exist_ok=True)
+    trials = make_trials(mixed_commits)
+    stats = make_cell_stats(trials)
+    comparisons = make_comparisons(stats)
+    tests = make_tests(comparisons)
+    paths = {name: folder / f"{name}.parquet" for name in ("iterations", "trials", "cells")}
+    pd.DataFrame({"cell_id": trials["cell_id"], "iteration": 0, "time_ns": 1}).to_parquet(
+        paths["iterations"])
+    trials.to_parquet(paths["trials"])
+    make_cells(trials).to_parquet(paths["cells"])
+    for name, frame in (("cell_stats", stats), ("comparisons", comparisons), ("tests", tests)):
+        path = paths[name] = folder / f"{name}.csv"
+        if empty_stats:
+            path.write_text("")
+        else:
+            frame.drop(columns=[c for c in drop_columns if c in frame]).to_csv(path, index=False)
+    return {k: str(v) for k, v in paths.items()}
+
+
+def build(folder: Path, **kwargs) -> dict:
+    inputs = write_run(folder / "tables", **kwargs)
+    out = folder / "report"
+    paths = {"html": str(out / "report.html"), "pdf": str(out / "report.pdf"),
+             "figures": str(out / "figures")}
+    build_report(inputs, run="fixture", **paths)
+    return {k: Path(v) for k, v in paths.items()}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict:
+    return build(tmp_path_factory.mktemp("run"))
+
+
+@pytest.fixture(scope="module")
+def page(built) -> str:
+    return built["html"].read_text()
+
+
+class _Text(HTMLParser):
+    """The text a reader sees (no style, no tags), plus every image source."""
+
+    def __init__(self):
+        super().__init__()
+        self.parts, self.images, self._skip = [], [], 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("style", "script"):
+            self._skip += 1
+        if tag == "img":
+            self.images.append(dict(attrs)["src"])
+
+    def handle_endtag(self, tag):
+        if tag in ("style", "script"):
+            self._skip -= 1
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.parts.append(data)
+
+
+def visible(page: str) -> _Text:
+    parser = _Text()
+    parser.feed(page)
+    parser.text = " ".join(" ".join(parser.parts).split())
+    return parser
+
+
+def section(page: str, element_id: str) -> str:
+    """The element with ``element_id``, from its opening tag to its closing tag."""
+    match = re.search(rf'<(\w+)[^>]*\bid="{re.escape(element_id)}".*?</\1>', page, re.S)
+    assert match, f"no element with id {element_id}"
+    return match.group(0)
+
+
+LEAKS = re.compile(r"\bnan\b|\bNone\b|\bNaN\b|\{\{|\}\}|\{%|%\}|\bundefined\b|\bnull\b")
+
+
+# --- the report as built -----------------------------------------------------------------------
+
+def test_build_writes_html_pdf_and_the_figures_they_reference(built, page):
+    assert built["pdf"].read_bytes().startswith(b"%PDF")
+    images = visible(page).images
+    assert "figures/relative_time.svg" in images
+    for src in images:
+        assert not src.startswith(("/", "file:")), src
+        assert (built["html"].parent / src).stat().st_size > 0, src
+    assert not list(built["html"].parent.glob(".*")), "temporary files left behind"
+
+
+def test_relative_time_figure_is_vector_log_scale_and_deterministic(built):
+    svg = (built["figures"] / "relative_time.svg").read_text()
+    ET.fromstring(svg)  # well-formed
+    assert "<dc:date>" not in svg
+    assert "<text" not in svg  # text drawn as paths: the same glyphs on every reader
+    assert "PyTorch median time / TensorFlow median time (log scale)" in svg  # matplotlib's comment
+    # the pair with no ratio gets a row saying why
+    page = (built["html"]).read_text()
+    assert "oom" in section(page, "tab-comparisons")
+
+
+def test_no_placeholder_nan_or_none_reaches_the_text(page):
+    text = visible(page).text
+    assert not LEAKS.findall(text), LEAKS.findall(text)[:5]
+
+
+def test_autoescaping_keeps_error_messages_as_data(page):
+    assert "<script>alert" not in page
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; CUDA out of memory" in page
+
+
+def test_failure_table_lists_every_failed_trial_with_its_reason(page):
+    trials = make_trials()
+    failed = trials[trials["status"] != "ok"]
+    table = htmllib.unescape(section(page, "tab-failures"))
+    rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]
+    assert len(rows) == len(failed) == 4
+    for _, trial in failed.iterrows():
+        assert any(trial["cell_id"] in r and trial["status"] in r and trial["message"] in r
+                   for r in rows), trial["cell_id"]
+
+
+def test_commit_mix_is_warned_and_a_single_commit_is_not(tmp_path, page):
+    warning = section(page, "warnings")
+    assert "mixes workflow commits" in warning
+    assert COMMIT_A[:12] in warning and COMMIT_B[:12] in warning
+    data = report.load_inputs(write_run(tmp_path, mixed_commits=False))
+    soft = report.software(data.trials)
+    assert not [w for w in report.warnings(data, soft) if "commit" in w]
+
+
+def test_method_section_comes_from_the_data(page):
+    method = visible(section(page, "method")).text
+    assert "PyTorch 2.14.1 ran with 1 intra-op and 1 inter-op thread(s)" in method
+    assert "TensorFlow 2.21.0" in method and "function mode" in method
+    assert "Cells had 3 trial(s)" in method
+    assert "10 timed iterations after 3 warm-up iterations" in method
+    assert "interleaved in time" in method
+    assert "bootstrap percentile" in method and "Holm and Benjamini-Hochberg" in method
+    assert "Not in the tables: cpu_model" in method
+
+
+def test_abstract_headlines_are_computed(page):
+    abstract = visible(section(page, "abstract")).text
+    assert "We measured 16 cells" in abstract
+    assert "PyTorch was faster in 4 of 7 matched pairs, TensorFlow in 3" in abstract
+    assert "4 trials did not end ok (3 oom and 1 timeout)" in abstract
+
+
+def test_figures_and_tables_are_numbered_in_order(page):
+    for kind in ("Figure", "Table"):
+        numbers = [int(n) for n in re.findall(rf'<span class="label">{kind} (\d+)\.</span>', page)]
+        assert numbers == sorted(set(numbers)) == list(range(1, len(numbers) + 1)), kind
+
+
+def test_same_inputs_give_byte_identical_outputs(tmp_path, built):
+    again = build(tmp_path)
+    assert again["pdf"].read_bytes() == built["pdf"].read_bytes()
+    assert again["html"].read_text() == built["html"].read_text()
+    for svg in built["figures"].glob("*.svg"):
+        assert (again["figures"] / svg.name).read_bytes() == svg.read_bytes(), svg.name
+    assert "SOURCE_DATE_EPOCH" not in os.environ or os.environ["SOURCE_DATE_EPOCH"] != str(
+        report.source_date_epoch(make_trials()))
+
+
+def test_pdf_date_is_the_end_of_the_last_trial_not_the_clock(built):
+    _need("pdfinfo", "poppler-utils")
+    info = subprocess.run(["pdfinfo", "-isodates", built["pdf"]], capture_output=True,
+                          text=True, check=True).stdout
+    last = make_trials()["ended_at"].max()
+    assert re.search(rf"CreationDate:\s+{last:%Y-%m-%dT%H:%M:%S}", info), info
+
+
+def test_missing_optional_columns_render_as_not_measured_with_reason(tmp_path):
+    dropped = ["iqr_ns", "cv", "throughput_sps", "mannwhitney_p", "cliffs_delta", "holm_p",
+               "bh_p", "ratio_method", "exploratory"]
+    data = report.load_inputs(write_run(tmp_path, drop_columns=dropped))
+    page = html_only(data, tmp_path)
+    text = visible(page).text
+    assert not LEAKS.findall(text), LEAKS.findall(text)[:5]
+    assert "Not measured: the statistics have no column iqr_ns" in text
+    assert "Not measured: the statistics have no column holm_p" in text
+
+
+def test_empty_statistics_still_give_a_report(tmp_path):
+    data = report.load_inputs(write_run(tmp_path, empty_stats=True))
+    text = visible(html_only(data, tmp_path)).text
+    assert not LEAKS.findall(text)
+    assert "No comparison: comparisons.csv is empty." in text
+    assert "The comparisons table is missing: comparisons.csv is empty." in text
+    assert "No matched pair produced a PyTorch/TensorFlow ratio" in text
+
+
+def html_only(data, folder: Path) -> str:
+    figures = folder / "figures"
+    figures.mkdir(exist_ok=True)
+    drawn = report.make_figures(data, figures, report.failure_reasons(data.trials))
+    context = report.build_context(data, run="fixture", figures=drawn, href="figures",
+                                   epoch=report.source_date_epoch(data.trials))
+    return report.render_html(context)
+
+
+def test_report_modules_import_no_framework():
+    code = ("import sys\n"
+            "class Block:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ('torch', 'tensorflow'):\n"
+            "            raise ImportError('blocked ' + name)\n"
+            "sys.meta_path.insert(0, Block())\n"
+            "import fwbench.report, fwbench.figures\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+# --- formatting ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ns, text", [(812_000, "812 µs"), (2_440_707, "2.44 ms"),
+                                      (1.2e9, "1.20 s"), (45, "45.0 ns"), (123_456_789, "123 ms")])
+def test_durations_have_three_significant_digits(ns, text):
+    assert fmt_duration(ns) == text
+
+
+def test_sig_and_notes():
+    assert sig(0.84712) == "0.847" and sig(1.4) == "1.40" and sig(1234.5) == "1234"
+    notes = Notes()
+    first, again, other = notes.missing("a"), notes.missing("a"), notes.missing("b")
+    assert isinstance(first, NotMeasured) and str(first) == "not measured"
+    assert (first.note, again.note, other.note) == (1, 1, 2)
+
+
+# --- claims ---------------------------------------------------------------------------------------
+
+def test_claims_file_covers_five_papers_with_every_field():
+    catalog = load_claims()
+    assert set(catalog["papers"]) == set(report.PAPERS)
+    ids = [c["id"] for c in catalog["claims"]]
+    assert len(ids) == len(set(ids))
+    for claim in catalog["claims"]:
+        for key in ("id", "paper", "quote", "location", "figure", "published", "test", "how",
+                    "differences"):
+            assert str(claim.get(key, "")).strip(), f"{claim['id']}: {key}"
+        assert claim["id"].startswith(claim["paper"] + "-")
+        test = claim["test"]
+        assert test["kind"] in report.CLAIM_KINDS, claim["id"]
+        assert set(test.get("select", {})) <= report.SELECT_AXES, claim["id"]
+        if test["kind"] == "direction":
+            assert test["expect"] in ("pytorch_faster", "tensorflow_faster")
+            assert test.get("aggregate", "all") in ("all", "majority")
+        if test["kind"] == "pending":
+            assert test["needs"].strip()
+        if test["kind"] == "untestable":
+            assert test["reason"].strip()
+        if "published_ratio" in claim:
+            low, high = claim["published_ratio"]
+            assert 0 < low <= high
+    per_paper = {p: sum(c["paper"] == p for c in catalog["claims"]) for p in report.PAPERS}
+    assert all(per_paper.values()), per_paper
+
+
+def test_every_claim_appears_in_the_report(page):
+    text = htmllib.unescape(page)
+    for claim in load_claims()["claims"]:
+        assert f'id="claim-{claim["id"]}"' in page, claim["id"]
+        assert claim["quote"] in text, claim["id"]
+        assert claim["published"] in text, claim["id"]
+
+
+def test_claim_verdicts_in_the_fixture_run(page):
+    table = htmllib.unescape(section(page, "tab-claims"))
+
+    def verdict(claim_id):
+        row = re.search(rf'<tr id="claim-{claim_id}">(.*?)</tr>', table, re.S).group(1)
+        return re.search(r'class="verdict[^"]*">([^<]+)<', row).group(1)
+
+    assert verdict("patel2023-no-clear-winner") == "confirmed"
+    assert verdict("patel2023-inference-batch-size") == "confirmed"
+    assert verdict("patel2023-train-resnet18") == "not measured"
+    assert verdict("sumanjali2024-accuracy") == "untestable"
+    assert "this run measured cpu" in table
+    assert "Judged on the matched profile" in table
+
+
+def _pairs(*ratios, **axes):
+    rows = []
+    for i, (ratio, low, high) in enumerate(ratios):
+        rows.append({"pair_id": f"p{i}", "experiment": "throughput", "device": "cuda",
+                     "model": "resnet18", "phase": "train", "batch_size": 64 + i,
+                     "input_shape": "3x32x32", "precision": "fp32", "mode": "idiomatic",
+                     "profile": "defaults", "ratio": ratio, "ratio_ci_low": low,
+                     "ratio_ci_high": high, **axes})
+    return report._normalize_axes(pd.DataFrame(rows))
+
+
+DIRECTION = {"id": "x", "test": {"kind": "direction", "expect": "pytorch_faster",
+                                 "aggregate": "majority",
+                                 "select": {"device": "cuda", "model": "resnet18"}}}
+
+
+@pytest.mark.parametrize("ratios, verdict", [
+    ([(0.8, 0.7, 0.9), (0.85, 0.8, 0.95)], "confirmed"),
+    ([(1.3, 1.2, 1.4), (1.2, 1.1, 1.3)], "contradicted"),
+    ([(0.8, 0.7, 0.9), (1.2, 1.1, 1.3)], "inconclusive"),
+    ([(0.95, 0.8, 1.1)], "inconclusive"),
+])
+def test_direction_verdicts(ratios, verdict):
+    assert evaluate_claim(DIRECTION, _pairs(*ratios), pd.DataFrame())["verdict"] == verdict
+
+
+def test_direction_reports_overlap_with_the_published_ratio():
+    claim = {**DIRECTION, "published_ratio": [0.82, 0.847]}
+    result = evaluate_claim(claim, _pairs((0.8, 0.7, 0.9)), pd.DataFrame())
+    assert "overlaps the published 0.820–0.847" in result["ours"]
+    result = evaluate_claim(claim, _pairs((0.5, 0.45, 0.55)), pd.DataFrame())
+    assert "outside the published" in result["ours"]
+
+
+def test_a_claim_on_an_unmeasured_device_is_not_measured_with_the_reason():
+    result = evaluate_claim(DIRECTION, _pairs((0.8, 0.7, 0.9), device="cpu"), pd.DataFrame())
+    assert result["verdict"] == "not measured"
+    assert "no pair with device cuda (this run measured cpu)" in result["ours"]
+
+
+def test_defaults_profile_is_preferred_and_matched_is_a_noted_fallback():
+    both = pd.concat([_pairs((0.8, 0.7, 0.9)), _pairs((1.3, 1.2, 1.4), profile="matched")])
+    assert evaluate_claim(DIRECTION, both, pd.DataFrame())["verdict"] == "confirmed"
+    matched = _pairs((1.3, 1.2, 1.4), profile="matched")
+    result = evaluate_claim(DIRECTION, matched, pd.DataFrame())
+    assert result["verdict"] == "contradicted" and "matched profile" in result["notes"][0]
+
+
+def test_mixed_and_equivalent_verdicts():
+    mixed = {"id": "m", "test": {"kind": "mixed", "select": {}}}
+    assert evaluate_claim(mixed, _pairs((0.8, 0.7, 0.9), (1.3, 1.2, 1.4)),
+                          pd.DataFrame())["verdict"] == "confirmed"
+    assert evaluate_claim(mixed, _pairs((0.8, 0.7, 0.9), (0.7, 0.6, 0.8)),
+                          pd.DataFrame())["verdict"] == "contradicted"
+    equal = _pairs((1.0, 0.98, 1.02), (1.0, 0.99, 1.01), verdict="equivalent")
+    assert evaluate_claim(DIRECTION, equal, pd.DataFrame())["verdict"] == "equivalent"
+
+
+def test_pending_and_untestable_claims_carry_their_reason():
+    pending = {"id": "p", "test": {"kind": "pending", "needs": "GPU power telemetry"}}
+    result = evaluate_claim(pending, pd.DataFrame(), pd.DataFrame())
+    assert result == {"verdict": "not measured", "notes": [],
+                      "ours": "not measured in this run: needs GPU power telemetry"}
+    untestable = {"id": "u", "test": {"kind": "untestable", "reason": "no model named"}}
+    assert evaluate_claim(untestable, pd.DataFrame(), pd.DataFrame())["verdict"] == "untestable"
+
+
+# --- reader checks: the PDF as pages and text, the HTML in a browser ------------------------------
+
+def _need(tool: str, package: str):
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed (apt-get install -y {package})")
+
+
+def test_pdf_renders_to_pages(built, tmp_path):
+    _need("pdftoppm", "poppler-utils")
+    _need("pdfinfo", "poppler-utils")
+    info = subprocess.run(["pdfinfo", built["pdf"]], capture_output=True, text=True,
+                          check=True).stdout
+    pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
+    assert 3 <= pages <= 30, pages
+    assert "Title:" in info and "PyTorch and TensorFlow, measured" in info
+    subprocess.run(["pdftoppm", "-r", "20", "-png", built["pdf"], tmp_path / "page"], check=True)
+    images = sorted(tmp_path.glob("page*.png"))
+    assert len(images) == pages
+    assert all(p.stat().st_size > 200 for p in images)
+
+
+def test_pdf_text_has_no_placeholder_and_numbered_pages(built):
+    _need("pdftotext", "poppler-utils")
+    text = subprocess.run(["pdftotext", "-layout", built["pdf"], "-"], capture_output=True,
+                          text=True, check=True).stdout
+    assert not LEAKS.findall(text), LEAKS.findall(text)[:5]
+    assert re.search(r"\b1 / \d+\b", text), "no page numbers"
+    assert "Figure 1." in text and "Table 1." in text
+
+
+def test_html_opens_in_headless_chromium_with_images_loaded(built, tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    # A copy of the page with a probe that lists broken images and script errors in the DOM.
+    probe = ("<script>window.addEventListener('load', () => {"
+             "const bad = [...document.images].filter(i => !i.complete || !i.naturalWidth)"
+             ".map(i => i.getAttribute('src'));"
+             "document.body.setAttribute('data-probe', JSON.stringify({images: "
+             "document.images.length, broken: bad}));});</script>")
+    page = built["html"].read_text().replace("</body>", probe + "</body>")
+    copy = built["html"].with_name("probe.html")
+    copy.write_text(page)
+    try:
+        run = subprocess.run(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+             "--v=0", "--allow-file-access-from-files", f"--user-data-dir={tmp_path / 'profile'}",
+             "--virtual-time-budget=5000", "--dump-dom", copy.as_uri()],
+            capture_output=True, text=True, timeout=120)
+    finally:
+        copy.unlink()
+    match = re.search(r"data-probe=\"([^\"]*)\"", run.stdout)
+    assert match, run.stderr[-2000:]
+    import json
+    probe_result = json.loads(htmllib.unescape(match.group(1)))
+    assert probe_result["images"] >= 3 and probe_result["broken"] == []
+    console = [line for line in run.stderr.splitlines() if "CONSOLE" in line]
+    assert not console, console
