@@ -7,13 +7,13 @@ independent, except in the rows that replicate a paper which did so, and those s
 
 summarize(trials, iterations) -> {"cells", "comparisons", "tests"}
  ├── trial_statistics      one row per ok trial: median, mean, spread, Tukey outliers, drift
- ├── cell_summaries        cells.csv: median of trial medians with its interval, throughput, warnings
+ ├── cell_summaries        cells.csv: median of trial medians, its interval, throughput, warnings
  ├── compare_pairs         comparisons.csv: ratio of medians with its interval, Mann-Whitney U,
  │                         Cliff's delta, verdict, Holm and Benjamini-Hochberg per family
  └── tests table           tests.csv: one row per test
       ├── comparison_tests     the Mann-Whitney and blocked Wilcoxon tests behind comparisons.csv
       ├── florencio2019_tests  Kolmogorov-Smirnov + paired Wilcoxon as published, and alternatives
-      ├── patel2023_tests      Jonckheere-Terpstra trend, plateau batch size, power equivalence (TOST)
+      ├── patel2023_tests      Jonckheere-Terpstra trend, plateau batch size, power TOST
       └── geometric_mean_tests geometric mean of ratios per family, with its bootstrap interval
 
 Written here because neither scipy nor statsmodels has them: Cliff's delta, the Hodges-Lehmann
@@ -55,17 +55,17 @@ UNSTABLE_CV = 0.10
 DRIFT_P = 0.01
 DRIFT_CHANGE = 0.05
 DRIFT_MIN_ITERATIONS = 8
-# Romano, Kromrey, Coraggio & Skowronek (2006): |delta| below .147 negligible, .33 small, .474 medium.
+# Romano, Kromrey, Coraggio & Skowronek (2006): |delta| < .147 negligible, .33 small, .474 medium.
 CLIFF_THRESHOLDS = ((0.147, "negligible"), (0.33, "small"), (0.474, "medium"), (math.inf, "large"))
 # The exact Mann-Whitney null distribution is used for the Hodges-Lehmann interval up to this m*n.
 EXACT_MW_LIMIT = 2500
 # Trials with more iterations than this resample their mean from a normal law (the CLT is exact
 # enough there) instead of drawing every iteration, to bound memory.
 BOOTSTRAP_INNER_NORMAL_ABOVE = 1000
-# Random re-pairings used to show that the paired Wilcoxon p of florencio2019 depends on the pairing.
+# Random re-pairings that show the paired Wilcoxon p of florencio2019 depends on the pairing.
 N_REPAIRINGS = 200
 
-# The paired Wilcoxon p printed five times in florencio2019: the normal-approximation floor at n=100.
+# The paired Wilcoxon p printed five times in florencio2019: the normal-approximation floor, n=100.
 FLORENCIO_PUBLISHED_FLOOR_P = 3.896559845095909e-18
 
 # Telemetry metrics a later issue adds to the trials table; the first column present is used.
@@ -90,7 +90,7 @@ CELL_COLUMNS = [
     "mean_ns", "mean_ci_low_ns", "mean_ci_high_ns", "sd_ns", "iqr_ns", "min_ns", "max_ns",
     "cv", "cv_within", "iteration_min_ns", "iteration_max_ns", "cold_start_median_ns",
     "samples_per_iteration", "throughput_sps", "throughput_ci_low_sps", "throughput_ci_high_sps",
-    "outlier_iterations", "outlier_trials", "drift", "drift_trials", "warmup_unsteady_trials",
+    "outliers", "outlier_trials", "drift", "drift_trials", "warmup_unsteady_trials",
     "order_trend_p", "unstable", "warnings",
 ]
 COMPARISON_COLUMNS = [
@@ -342,7 +342,8 @@ def _order_statistic_plan(n: int, confidence: float, interpolate: bool):
     g_next = float(1.0 - 2.0 * sps.binom.cdf(d_, n, 0.5))
     I = (g_d - confidence) / (g_d - g_next)
     lam = (n - d_) * I / (d_ + (n - 2 * d_) * I)
-    return d_, float(lam), confidence, "interpolated order statistics (Hettmansperger-Sheather 1986)"
+    method = "interpolated order statistics (Hettmansperger-Sheather 1986)"
+    return d_, float(lam), confidence, method
 
 
 def median_ci(x, confidence: float = 0.95, *, interpolate: bool = True) -> Interval:
@@ -564,7 +565,7 @@ def cell_summaries(trials: pd.DataFrame, per_trial: pd.DataFrame, iterations: pd
                                n_boot, rng, group))
         rows.append(row)
     cells = pd.DataFrame(rows, columns=CELL_COLUMNS)
-    counts = ["n_iterations", "outlier_iterations", "outlier_trials", "drift_trials",
+    counts = ["n_iterations", "outliers", "outlier_trials", "drift_trials",
               "warmup_unsteady_trials"]
     cells[counts] = cells[counts].astype("Int64")
     return cells
@@ -635,7 +636,7 @@ def _cell_stats(pt, groups, first, confidence, min_trials, n_boot, rng, group) -
         "throughput_sps": spi / ci.estimate * 1e9,
         "throughput_ci_low_sps": spi / ci.high * 1e9,
         "throughput_ci_high_sps": spi / ci.low * 1e9,
-        "outlier_iterations": int(pt["trial_outliers"].sum()),
+        "outliers": int(pt["trial_outliers"].sum()),
         "outlier_trials": tukey_outliers(med),
         "drift": bool(drift_trials > 0), "drift_trials": drift_trials,
         "warmup_unsteady_trials": unsteady, "order_trend_p": order_p,
@@ -674,7 +675,7 @@ def _signed_rank(d: np.ndarray, **kwargs) -> tuple[float, float, list[str]]:
 
 
 def _arms(per_trial: pd.DataFrame):
-    """Yield (run, pair_id, pytorch rows, tensorflow rows) for pairs with ok trials on both sides."""
+    """Yield (run, pair_id, pytorch rows, tensorflow rows) for pairs with ok trials on each side."""
     for (run, pair_id), group in per_trial.groupby(["run", "pair_id"], sort=True):
         pt = group[group["framework"] == "pytorch"].sort_values("trial")
         tf = group[group["framework"] == "tensorflow"].sort_values("trial")
@@ -767,7 +768,7 @@ def comparison_tests(comparisons: pd.DataFrame, confidence: float = 0.95) -> lis
             note=f"estimate: ratio of medians; verdict {r.verdict}"))
         rows.append(_test_row(
             family=f"comparison-blocks/{r.family}", source="fwbench",
-            hypothesis="within interleaved blocks, the PyTorch/TensorFlow log ratio is centred on 0",
+            hypothesis="within interleaved blocks the PyTorch/TensorFlow log ratio is centred on 0",
             test="Wilcoxon signed-rank, two-sided", variant="paired over blocks (trial k with k)",
             scope=r.pair_id, phase=r.phase, metric="time", n=str(r.n_blocks),
             p=r.blocks_wilcoxon_p, correction="holm",
@@ -830,7 +831,7 @@ def _normality_rows(x, *, base: dict, label: str) -> list[dict]:
 
 def _florencio_battery(a, b, *, base: dict, label: str, rng, trial_level: bool,
                        trial_medians=None, blocks=None) -> list[dict]:
-    """The published tests on samples a (PyTorch) and b (TensorFlow), and beside them the sound ones."""
+    """The published tests on samples a (PyTorch) and b (TensorFlow), and the sound ones beside."""
     rows = []
     for fw, x in (("pytorch", a), ("tensorflow", b)):
         rows += _normality_rows(x, base=dict(base, scope=f"{base['scope']} [{fw}]"),
@@ -1021,7 +1022,8 @@ def patel2023_tests(per_trial: pd.DataFrame, *, confidence: float = 0.95,
             hypothesis="the batch size past which time per sample stops improving",
             test="plateau", variant=f"no larger batch better by more than {rope:.0%}",
             n=str(len(batches)), statistic=float(plateau), estimate=float(plateau),
-            decision="no plateau within the tested batch sizes" if last else f"plateau at {plateau}",
+            decision=("no plateau within the tested batch sizes" if last
+                      else f"plateau at {plateau}"),
             note="median time per sample (ns) by batch size: " + ", ".join(
                 f"{b}: {m:.4g}" for b, m in zip(batches, medians))))
     rows += _power_rows(per_trial, confidence=confidence, rope=rope)
@@ -1035,7 +1037,8 @@ def _power_rows(per_trial: pd.DataFrame, *, confidence: float, rope: float) -> l
     if column is None:
         scopes = per_trial[FAMILY_AXES].drop_duplicates() if len(per_trial) else pd.DataFrame()
         return [_test_row(family=f"patel2023/{s.experiment}/{s.device}/power", source="patel2023",
-                          hypothesis=hyp, test="TOST equivalence", scope=f"{s.experiment}/{s.device}",
+                          hypothesis=hyp, test="TOST equivalence",
+                          scope=f"{s.experiment}/{s.device}",
                           phase=s.phase, metric="power", decision="skipped",
                           note=f"not measured: the trials table has no {' or '.join(candidates)} "
                                f"column (telemetry was not collected in this run)")

@@ -25,6 +25,7 @@ from fwbench import stats as st
 
 AXES_FIXED = dict(experiment="throughput", device="cpu", precision="fp32", mode="idiomatic",
                   profile="matched", input_shape="1x28x28")
+START = pd.Timestamp(2024, 1, 1)
 
 
 def make_tables(*, trials=7, iterations=20, models=("lenet5",), phases=("train", "infer"),
@@ -32,7 +33,8 @@ def make_tables(*, trials=7, iterations=20, models=("lenet5",), phases=("train",
     """Trials and iterations tables; ``time_ns(fw, model, phase, batch, k, rng)`` gives one
     trial's iteration times, ``status(...)`` its status, ``extra(...)`` extra trial columns."""
     rng = np.random.default_rng(seed)
-    time_ns = time_ns or (lambda fw, m, p, b, k, rng: 1e6 * b ** 0.5 * rng.lognormal(0, 0.05, iterations))
+    time_ns = time_ns or (lambda fw, m, p, b, k, rng:
+                          1e6 * b ** 0.5 * rng.lognormal(0, 0.05, iterations))
     trial_rows, iteration_rows = [], []
     order = 0
     for model, phase, batch in itertools.product(models, phases, batches):
@@ -41,7 +43,8 @@ def make_tables(*, trials=7, iterations=20, models=("lenet5",), phases=("train",
             fws = ("pytorch", "tensorflow") if k % 2 else ("tensorflow", "pytorch")
             for fw in fws:
                 state = status(fw, model, phase, batch, k) if status else "ok"
-                times = np.asarray(time_ns(fw, model, phase, batch, k, rng)) if state == "ok" else []
+                ok = state == "ok"
+                times = np.asarray(time_ns(fw, model, phase, batch, k, rng)) if ok else []
                 cell = f"throughput/cpu/{fw}/{model}/{name}"
                 pair = f"throughput/cpu/{model}/{name}"
                 axes = dict(AXES_FIXED, framework=fw, model=model, phase=phase, batch_size=batch)
@@ -52,8 +55,9 @@ def make_tables(*, trials=7, iterations=20, models=("lenet5",), phases=("train",
                            median_ns=float(np.median(times)) if len(times) else None,
                            threads_requested=1, threads_intra=1, threads_inter=1,
                            framework_mode="eager", layout="NCHW", framework_version="0",
-                           peak_rss_bytes=1, started_at=pd.Timestamp(2024, 1, 1) + pd.Timedelta(seconds=order),
-                           ended_at=pd.Timestamp(2024, 1, 1) + pd.Timedelta(seconds=order + 1),
+                           peak_rss_bytes=1,
+                           started_at=START + pd.Timedelta(seconds=order),
+                           ended_at=START + pd.Timedelta(seconds=order + 1),
                            git_commit="0" * 40, git_dirty=False, run_order=order)
                 if extra:
                     row.update(extra(fw, model, phase, batch, k, rng))
@@ -144,6 +148,21 @@ def test_hodges_lehmann_interval_is_inverted_mann_whitney_test():
                             (hl.high - 1e-6, False), (hl.high + 1e-9, True)]:
         p = sps.mannwhitneyu(x - shift, y, method="exact").pvalue
         assert (p <= alpha + 1e-12) == rejected
+
+
+def test_hodges_lehmann_normal_approximation_for_large_samples_is_one_step_conservative():
+    rng = np.random.default_rng(12)
+    x, y = rng.normal(size=51), rng.normal(size=51)          # m*n above the exact limit
+    approx = st.hodges_lehmann(x, y)
+    assert approx.method.startswith("normal approximation")
+    d = np.sort(np.subtract.outer(x, y).ravel())
+    cdf = np.cumsum(st.mann_whitney_pmf(51, 51))
+    k = int(np.flatnonzero(cdf <= 0.025)[-1]) + 1              # the exact choice
+    assert (approx.low, approx.high) in {(d[k - 1], d[-k]), (d[k - 2], d[-k + 1])}
+
+
+def test_public_names_exist():
+    assert all(hasattr(st, name) for name in st.__all__)
 
 
 def test_hodges_lehmann_too_few_values_reports_attained_level():
@@ -344,9 +363,10 @@ def test_cells_summarize_trial_medians(slower_pytorch):
         assert row["mean_ns"] == pytest.approx(its.groupby("trial")["time_ns"].mean().mean())
         assert row["ci_low_ns"] <= row["median_ns"] <= row["ci_high_ns"]
         assert row["throughput_sps"] == pytest.approx(row["batch_size"] / row["median_ns"] * 1e9)
-        assert row["throughput_ci_low_sps"] <= row["throughput_sps"] <= row["throughput_ci_high_sps"]
+        low, high = row["throughput_ci_low_sps"], row["throughput_ci_high_sps"]
+        assert low <= row["throughput_sps"] <= high
         outliers = sum(st.tukey_outliers(g["time_ns"]) for _, g in its.groupby("trial"))
-        assert row["outlier_iterations"] == outliers
+        assert row["outliers"] == outliers
 
 
 def test_cells_keep_failed_cells_and_warn():
@@ -559,7 +579,8 @@ def test_patel_trend_plateau_and_missing_power():
     assert (plateau["estimate"] == 16).all()
     assert (plateau["decision"] == "plateau at 16").all()
     power = tests[tests["family"] == "patel2023/throughput/cpu/power"]
-    assert (power["decision"] == "skipped").all() and power["note"].str.contains("not measured").all()
+    assert (power["decision"] == "skipped").all()
+    assert power["note"].str.contains("not measured").all()
 
 
 def test_patel_power_equivalence_when_measured():
