@@ -77,7 +77,8 @@ def main(blocks: int = 20, iterations: int = 100, period_s: float = 0.1, seed: i
     ratio = statistics.median(ratios)
     low, high, level = median_interval(ratios)
     print(f"telemetry sampler overhead (CPU, 1 thread, period {period_s * 1000:g} ms, "
-          f"{blocks} interleaved pairs of {iterations} iterations, {os.cpu_count()} cores):")
+          f"{blocks} interleaved pairs of {iterations} iterations, "
+          f"{len(os.sched_getaffinity(0))} cores):")
     print(f"  median iteration on/off = {ratio:.4f}, {level:.1%} CI [{low:.4f}, {high:.4f}]"
           f"  (median step {statistics.median(off_ms):.3f} ms off, "
           f"{statistics.median(on_ms):.3f} ms on; goal <= {GOAL})")

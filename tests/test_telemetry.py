@@ -147,6 +147,34 @@ def test_real_sampler_run_lines_up_with_the_harness_markers(tmp_path):
     assert summary["unavailable"] == meta["unavailable"]
 
 
+def test_late_samples_skip_slots_instead_of_bunching(tmp_path):
+    sampler, rows = run_sampler(tmp_path, 0.6, nvml=fake("slow_gpu"))
+    schedule = sampler.meta["sampler"]
+    slots = [r["slot"] for r in rows if r["device"] == "cpu"]
+    assert schedule["missed_slots"] > 0 and slots[-1] + 1 - len(slots) == schedule["missed_slots"]
+    assert all(b - a >= 2 for a, b in zip(slots, slots[1:]))  # 80 ms readings, 50 ms period
+    assert all(r["t_ns"] >= schedule["t0_ns"] + r["slot"] * PERIOD_S * 1e9 for r in rows)
+
+
+def test_watching_a_process_that_ends():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with Collector(gpu_uuids=[]) as collector:
+            collector.watch(child.pid)
+            row = collector.sample(0)[0]
+            assert row["proc_rss_bytes"] > 2**20 and row["proc_count"] == 1
+            child.kill()
+            child.wait()
+            row = collector.sample(1)[0]
+            report = collector.report()
+    finally:
+        child.kill()
+        child.wait()
+    assert row.get("proc_rss_bytes") is None
+    assert report["cpu"]["watched_process_exited_t_ns"] == row["t_ns"]
+    assert report["unavailable"]["gpu"] == "no GPU requested for this trial"
+
+
 # --- one test per unavailable source: the trial goes on and the side file says why -----------
 
 def test_no_nvml_library(tmp_path, monkeypatch):

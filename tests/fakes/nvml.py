@@ -35,6 +35,7 @@ class FakeGpu:
     temperature_v: bool = True          # has nvmlDeviceGetTemperatureV (newer drivers)
     gpm: bool = True
     fail_from_power_read: int | None = None   # the n-th power read and all calls after it fail
+    power_read_s: float = 0.0           # how long a power reading blocks
     util: tuple[int, int] = (97, 41)
     mem_used_bytes: int = 12 * 2**30
     clocks_mhz: tuple[int, int] = (1980, 2619)
@@ -101,6 +102,7 @@ class _Driver:
 
     def nvmlDeviceGetPowerUsage(self, handle):
         gpu = self._gpu(handle)
+        time.sleep(gpu.power_read_s)
         gpu.power_reads += 1
         if gpu.fail_from_power_read is not None and gpu.power_reads >= gpu.fail_from_power_read:
             gpu.lost = True
@@ -244,6 +246,11 @@ def older_gpu() -> FakeNvml:
     """A Volta/Ampere-era GPU and driver: no instant power, no GPM, old temperature call."""
     return FakeNvml([FakeGpu(name="Tesla V100 (fake)", power_instant=False, gpm=False,
                              temperature_v=False)])
+
+
+def slow_gpu() -> FakeNvml:
+    """A GPU whose power reading blocks for 80 ms: longer than a 50 ms sampling period."""
+    return FakeNvml([FakeGpu(power_read_s=0.08)])
 
 
 def two_gpus() -> FakeNvml:
