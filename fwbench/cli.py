@@ -55,7 +55,16 @@ def _unlock_command(args) -> int:
         return 1
     if workflow.stale_locks():
         print("fwbench: removing the stale lock of an interrupted run.", file=sys.stderr)
-        return subprocess.run(["snakemake", "--unlock", "--cores", "1"]).returncode
+        snakefile = provenance.SOURCE_DIR / "Snakefile"
+        return subprocess.run(["snakemake", "--snakefile", str(snakefile), "--unlock",
+                               "--cores", "1"]).returncode
+    return 0
+
+
+def _models_command(args) -> int:
+    from fwbench.models import print_models  # counts parameters in both frameworks
+
+    print_models(as_json=args.json)
     return 0
 
 
@@ -67,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     trial.add_argument("--result", required=True, help="path of trial-<k>.json")
     trial.add_argument("--env", required=True, help="path of trial-<k>.env.json")
     trial.set_defaults(func=_trial_command)
+    models = commands.add_parser("models", help="the model zoo: parameters, FLOPs, differences")
+    models.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    models.set_defaults(func=_models_command)
     unlock = commands.add_parser("unlock-if-idle",
                                  help="remove a stale Snakemake lock, only if no Snakemake runs here")
     unlock.set_defaults(func=_unlock_command)

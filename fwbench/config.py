@@ -69,7 +69,7 @@ def _fill_defaults(config: dict, schema: dict) -> None:
     for key, spec in schema.get("properties", {}).items():
         if key not in config and "default" in spec:
             config[key] = copy.deepcopy(spec["default"])
-    for key in ("warmup",):
+    for key in ("warmup", "statistics"):
         sub = schema["properties"][key]
         for name, spec in sub.get("properties", {}).items():
             config[key].setdefault(name, spec.get("default"))

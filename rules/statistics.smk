@@ -13,5 +13,6 @@ rule summarise_results:
         f"logs/{PLAN.run}/summarise_results.log",
     params:
         seed=lookup(dpath="seed", within=config),
+        statistics=lookup(dpath="statistics", within=config),
     script:
         "../scripts/summarise_results.py"

@@ -1,0 +1,117 @@
+"""The workflow, driven through Snakemake's command line on a tiny config in a temporary directory."""
+
+import base64
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.conftest import BIN, REPO, snakemake
+
+pytestmark = pytest.mark.slow
+
+
+def _write_config(workdir: Path, config: dict) -> None:
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+def _trial_files(workdir: Path) -> list[Path]:
+    return sorted(p for p in (workdir / "results").rglob("trial-*.json")
+                  if not p.name.endswith(".env.json"))
+
+
+def test_tiny_run_end_to_end_then_nothing_to_do(tmp_path, tiny_config):
+    tiny_config.update(trials=2, models={"lenet5": {"input_shapes": [[1, 28, 28], [1, 8, 8]]}})
+    _write_config(tmp_path, tiny_config)
+    proc = snakemake(tmp_path, "--configfile", "config.yaml", "--cores", "1")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = tmp_path / "results" / "tiny"
+    trials = pd.read_parquet(run / "tables" / "trials.parquet")
+    assert len(trials) == 8 and len(_trial_files(tmp_path)) == 8
+
+    # Both frameworks ran with the configured threads although Snakemake exported 1 to each job.
+    ok = trials[trials["status"] == "ok"]
+    assert set(ok["framework"]) == {"pytorch", "tensorflow"}
+    assert (ok["threads_intra"] == tiny_config.get("threads", 1)).all()
+    # The 8x8 input is too small for LeNet-5: a result row with its reason, not a hole.
+    failed = trials[trials["status"] != "ok"]
+    assert set(failed["status"]) == {"unsupported"} and len(failed) == 4
+    assert failed["message"].str.contains("lenet5 needs inputs").all()
+    # Within each cell group the recorded start order is interleaved as planned.
+    for _, group in trials.groupby("pair_id"):
+        assert list(group.sort_values("started_at")["group_position"]) == [0, 1, 2, 3]
+
+    for name in ("iterations.parquet", "cells.parquet"):
+        assert (run / "tables" / name).stat().st_size > 0
+    for name in ("cells.csv", "comparisons.csv", "tests.csv"):
+        assert (run / "stats" / name).exists()
+    assert (run / "report" / "report.pdf").read_bytes().startswith(b"%PDF")
+    assert "lenet5" in (run / "report" / "report.html").read_text()
+
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in _trial_files(tmp_path)}
+    again = snakemake(tmp_path, "--configfile", "config.yaml", "--cores", "1")
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    assert before == {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in _trial_files(tmp_path)}
+
+
+def _finished(workdir: Path) -> dict[Path, tuple[int, bytes]]:
+    """Trial results Snakemake has recorded as complete (no incomplete marker)."""
+    marker_dir = workdir / ".snakemake" / "incomplete"
+    incomplete = {base64.b64decode(m.name).decode() for m in marker_dir.glob("*")} \
+        if marker_dir.exists() else set()
+    return {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in _trial_files(workdir)
+            if str(p.relative_to(workdir)) not in incomplete}
+
+
+def _start(workdir: Path) -> subprocess.Popen:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run([str(BIN / "python"), "-m", "fwbench", "unlock-if-idle"], cwd=workdir,
+                   env=env, check=True)
+    return subprocess.Popen(
+        [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--cores", "1",
+         "--rerun-incomplete"],
+        cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _wait_until(condition, timeout=300):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the run never reached the moment to kill it"
+        time.sleep(0.05)
+
+
+def test_kill_9_at_three_moments_then_resume_touches_no_finished_trial(tmp_path, tiny_config):
+    tiny_config.update(trials=3, iterations=30)
+    _write_config(tmp_path, tiny_config)
+    tables = tmp_path / "results" / "tiny" / "tables" / "trials.parquet"
+    moments = [
+        ("after the first trial", lambda: len(_finished(tmp_path)) >= 1),
+        ("in the middle of a trial", lambda: len(_finished(tmp_path)) >= 3 and any(
+            (tmp_path / "logs").rglob("trial-*.log")) and time.sleep(1.0) is None),
+        ("during the host-side steps", tables.exists),
+    ]
+    snapshots = []
+    for name, moment in moments:
+        proc = _start(tmp_path)
+        _wait_until(lambda: moment() or proc.poll() is not None)
+        assert proc.poll() is None, f"the run ended before {name}"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        snapshots.append(_finished(tmp_path))
+
+    proc = _start(tmp_path)
+    assert proc.wait(timeout=600) == 0
+    final = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in _trial_files(tmp_path)}
+    assert len(final) == 6
+    assert (tmp_path / "results" / "tiny" / "report" / "report.pdf").exists()
+    for snapshot in snapshots:
+        assert snapshot, "a kill came before any trial had finished"
+        for path, state in snapshot.items():
+            assert final[path] == state, f"{path} changed after resume"
