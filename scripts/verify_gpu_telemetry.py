@@ -51,8 +51,12 @@ def main(out_dir: str, seconds: float = 5.0, period_s: float = 0.1) -> int:
     import torch
     torch_uuid = normalize_uuid(str(torch.cuda.get_device_properties(0).uuid))
     csv_path = out / "trial-0.telemetry.csv"
-    with Sampler(csv_path, period_s=period_s, pid=os.getpid(), gpu_uuids=[uuid]):
+    with Sampler(csv_path, period_s=period_s, pid=os.getpid(), gpu_uuids=[uuid]) as sampler:
         run = workload(torch, [uuid], seconds)
+        # Started after this process initialised CUDA: it must hold no CUDA context or torch.
+        maps = Path(f"/proc/{sampler.ready['pid']}/maps").read_text()
+        run["sampler_libraries"] = sorted({line.split()[-1].rsplit("/", 1)[-1] for line in
+                                           maps.splitlines() if ".so" in line})
     markers = {k: run[k] for k in ("markers_ns", "energy_mj", "batch_size", "iterations",
                                    "warmup_iterations")}
     (out / "markers.json").write_text(json.dumps(markers, indent=1) + "\n")
@@ -130,6 +134,10 @@ def check(csv_path, meta, summary, run, idle, uuid, torch_uuid, period_s) -> dic
         out[name] = {"ok": bool(ok), "value": value, "required": required}
 
     add("uuid_matches_torch", uuid == torch_uuid, f"nvml {uuid}, torch {torch_uuid}")
+    loaded = [lib for lib in run["sampler_libraries"]
+              if lib.startswith(("libcuda.", "libcudart", "libtorch", "libc10"))]
+    add("sampler_free_of_cuda_and_torch", not loaded, loaded or "no libcuda, libcudart or "
+        "libtorch in the sampler process")
     add("gpu_rows", len(gpu) >= 0.8 * len(host), f"{len(gpu)} GPU rows, {len(host)} host rows")
     for column in REQUIRED_COLUMNS + OPTIONAL_COLUMNS:
         filled = sum(r.get(column) is not None for r in inside)

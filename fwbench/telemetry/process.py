@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -22,6 +23,8 @@ from fwbench.telemetry.sampler import _LineReader
 
 
 def _main() -> int:
+    # Ctrl-C reaches the whole process group; the parent decides when sampling ends.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     events = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # a stray print must not corrupt the protocol
     commands = _LineReader(0)
