@@ -69,7 +69,9 @@ def _fill_defaults(config: dict, schema: dict) -> None:
     for key, spec in schema.get("properties", {}).items():
         if key not in config and "default" in spec:
             config[key] = copy.deepcopy(spec["default"])
-    for key in ("warmup", "statistics"):
+    for key in ("warmup", "statistics", "blocks", "adaptive"):
+        if config[key] is None:
+            continue
         sub = schema["properties"][key]
         for name, spec in sub.get("properties", {}).items():
             config[key].setdefault(name, spec.get("default"))
@@ -81,6 +83,12 @@ def _fill_defaults(config: dict, schema: dict) -> None:
 
 
 def _check_cross_fields(config: dict) -> None:
+    adaptive = config["adaptive"]
+    if adaptive and adaptive["max_iterations"] < config["iterations"]:
+        raise ConfigError(
+            f"config key 'adaptive.max_iterations': {adaptive['max_iterations']} is below "
+            f"'iterations' ({config['iterations']}), the minimum count; raise it or lower 'iterations'."
+        )
     if config["warmup"]["min"] > config["warmup"]["max"]:
         raise ConfigError(
             f"config key 'warmup': min ({config['warmup']['min']}) must not exceed "

@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from fwbench.harness import is_steady, measure
+from fwbench.harness import Adaptive, is_steady, measure, median_halfwidth
 
 
 class Recorder:
@@ -30,8 +30,44 @@ def test_every_timed_region_is_synchronized_on_both_sides():
     rec = Recorder(itertools.repeat(100))
     m = measure(rec.step, rec.synchronize, iterations=4, warmup_min=0, warmup_max=0,
                 clock=rec.clock)
-    assert rec.events == ["sync", "step", "sync"] * 5
+    steps = [i for i, e in enumerate(rec.events) if e == "step"]
+    assert len(steps) == 5
+    assert all(rec.events[i - 1] == rec.events[i + 1] == "sync" for i in steps)
     assert m.iteration_ns == [100] * 4 and m.cold_start_ns == 100 and m.warmup_ns == []
+    assert m.stop_reason == "fixed iteration count"
+
+
+def test_blocks_synchronize_once_at_their_end():
+    rec = Recorder(itertools.repeat(100))
+    m = measure(rec.step, rec.synchronize, iterations=1, warmup_min=0, warmup_max=0, blocks=2,
+                block_size=4, clock=rec.clock)
+    assert m.block_ns == [400, 400] and m.block_size == 4
+    tail = rec.events[-13:-1]  # two blocks, before the end marker
+    assert tail == ["sync", "step", "step", "step", "step", "sync"] * 2
+
+
+def test_markers_are_reported_in_phase_order():
+    rec, seen = Recorder(itertools.repeat(10)), []
+    m = measure(rec.step, rec.synchronize, iterations=2, warmup_min=0, warmup_max=1,
+                on_marker=seen.append, clock=rec.clock)
+    assert seen == ["cold_start", "warmup", "measure", "blocks", "end"] == list(m.markers_ns)
+
+
+def test_adaptive_stops_when_the_median_interval_is_narrow_enough():
+    noisy = Recorder([1000] + [1000, 1300] * 100)
+    m = measure(noisy.step, noisy.synchronize, iterations=5, warmup_min=0, warmup_max=0,
+                adaptive=Adaptive(target=0.02, max_iterations=40), clock=noisy.clock)
+    assert len(m.iteration_ns) == 40 and m.stop_reason == "max_iterations=40 reached"
+    flat = Recorder(itertools.repeat(1000))
+    m = measure(flat.step, flat.synchronize, iterations=5, warmup_min=0, warmup_max=0,
+                adaptive=Adaptive(target=0.02, max_iterations=40), clock=flat.clock)
+    assert 5 <= len(m.iteration_ns) < 40 and m.stop_reason.startswith("median interval")
+
+
+def test_median_halfwidth():
+    assert median_halfwidth([1, 2]) == float("inf")
+    assert median_halfwidth([100] * 20) == 0
+    assert 0 < median_halfwidth(list(range(100, 200))) < 0.2
 
 
 def test_cold_start_is_kept_apart_and_warmup_stops_when_steady():
