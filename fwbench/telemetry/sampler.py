@@ -68,6 +68,9 @@ class Sampler:
                  ready_timeout_s: float = 60.0, stop_timeout_s: float = 30.0):
         if not period_s > 0:
             raise ValueError(f"period_s must be > 0 seconds, got {period_s!r}")
+        if nvml is not None and not isinstance(nvml, str):
+            raise ValueError("nvml must be None or a 'module:factory' string the sampler "
+                             f"process can import, got {nvml!r}")
         self.out_csv = Path(out_csv)
         self.config = {"period_s": period_s, "pid": pid, "gpu_uuids": gpu_uuids,
                        "nice": nice, "nvml": nvml}
@@ -120,6 +123,10 @@ class Sampler:
             self._send({"cmd": "stop"})
             done = self._expect("done", self.stop_timeout_s + self.config["period_s"])
             self._proc.wait(timeout=self.stop_timeout_s)
+        except subprocess.TimeoutExpired:
+            self.abort()
+            raise TelemetryError(f"telemetry sampler (pid {self._proc.pid}) reported but did "
+                                 f"not exit within {self.stop_timeout_s:g} s; it was killed")
         except BaseException:
             self.abort()
             raise

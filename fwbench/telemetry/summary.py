@@ -13,7 +13,6 @@ import json
 import math
 import os
 from collections import defaultdict
-from pathlib import Path
 
 from fwbench.telemetry.columns import SCHEMA_VERSION, decode_clock_event_reasons
 from fwbench.telemetry.sampler import sidecar_path
@@ -242,7 +241,3 @@ def _mean(values) -> float | None:
 def _rounded(d: dict) -> dict:
     return {k: round(v, 6) if isinstance(v, float) else v for k, v in d.items()}
 
-
-def write_summary(summary: dict, path: str | os.PathLike) -> None:
-    """Write a summary as JSON (for scripts; the trial result embeds it instead)."""
-    Path(path).write_text(json.dumps(summary, indent=1) + "\n")
