@@ -22,7 +22,8 @@ def run_trial(settings: dict, result_path: str, env_path: str) -> dict:
                         memory_limit_mb=settings["memory_limit_mb"],
                         env=thread_environment(settings["threads"]))
     result = results.make_result(settings, outcome, started_at=started, ended_at=_now(),
-                                 workflow=provenance.git_state())
+                                 workflow={**provenance.git_state(),
+                                           "session": provenance.workflow_session()})
     results.validate_trial(result)
     results.write_json({**provenance.environment(), **result["versions"]}, env_path)
     results.write_json(result, result_path)

@@ -45,3 +45,17 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def workflow_session() -> str | None:
+    """The workflow process that started this trial: host, pid and its start time.
+
+    Trials of one cell group with different sessions were not measured together (a partial rerun).
+    """
+    ppid = os.getppid()
+    try:
+        # Field 22 of /proc/<pid>/stat is the start time; split after the command's closing paren.
+        start = Path(f"/proc/{ppid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+    return f"{socket.gethostname()}:{ppid}:{start}"

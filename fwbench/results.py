@@ -74,8 +74,9 @@ def make_result(settings: dict, outcome, *, started_at: str, ended_at: str,
                 workflow: dict) -> dict:
     """The trial result: what was asked (settings), what happened (outcome), and when."""
     payload = outcome.payload
-    requested = {k: settings[k] for k in ("iterations", "warmup_min", "warmup_max", "threads",
-                                          "seed", "timeout_s", "memory_limit_mb")}
+    requested = {k: settings[k] for k in (
+        "iterations", "warmup_min", "warmup_max", "blocks", "block_size", "adaptive", "threads",
+        "seed", "timeout_s", "memory_limit_mb")}
     return {
         "schema_version": JSON_VERSION,
         "run": settings["run"],
@@ -90,6 +91,9 @@ def make_result(settings: dict, outcome, *, started_at: str, ended_at: str,
         "warmup_ns": payload.get("warmup_ns", []),
         "warmup_steady": payload.get("warmup_steady"),
         "iteration_ns": payload.get("iteration_ns", []),
+        "stop_reason": payload.get("stop_reason"),
+        "block_size": payload.get("block_size", 0),
+        "block_ns": payload.get("block_ns", []),
         "markers_ns": payload.get("markers_ns", {}),
         "settings": {"requested": requested, "in_force": payload.get("settings_in_force", {})},
         "versions": payload.get("versions", {}),
@@ -122,6 +126,9 @@ def trial_row(result: dict) -> dict:
         "warmup_iterations": len(result["warmup_ns"]),
         "warmup_steady": result["warmup_steady"],
         "n_iterations": len(times),
+        "stop_reason": result["stop_reason"],
+        "block_ns_per_iteration": (statistics.median(result["block_ns"]) / result["block_size"]
+                                   if result["block_ns"] else None),
         "median_ns": statistics.median(times) if times else None,
         "threads_requested": result["settings"]["requested"]["threads"],
         "threads_intra": in_force.get("threads_intra"),
@@ -134,6 +141,7 @@ def trial_row(result: dict) -> dict:
         "ended_at": result["ended_at"],
         "git_commit": result["workflow"]["git_commit"],
         "git_dirty": result["workflow"]["git_dirty"],
+        "session": result["workflow"]["session"],
     }
 
 
@@ -152,7 +160,20 @@ def collect_tables(paths) -> dict:
     trials["ended_at"] = pd.to_datetime(trials["ended_at"])
     trials = trials.sort_values("started_at", kind="stable").reset_index(drop=True)
     trials["run_order"] = range(len(trials))
+    trials["measured_together"] = trials["pair_id"].map(_measured_together(trials))
     return {"iterations": iterations, "trials": trials, "cells": _cells_table(trials)}
+
+
+def _measured_together(trials) -> dict:
+    """Per cell group: were its trials run in one workflow session, in the planned order?
+
+    A partial rerun breaks this (one side re-measured later); the report lists such groups.
+    """
+    together = {}
+    for pair_id, group in trials.groupby("pair_id"):
+        in_order = list(group["group_position"]) == sorted(group["group_position"])
+        together[pair_id] = in_order and group["session"].nunique(dropna=False) == 1
+    return together
 
 
 def _axes_columns() -> list[str]:

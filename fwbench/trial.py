@@ -12,7 +12,7 @@ import sys
 
 from fwbench.cells import Cell
 from fwbench.errors import Unsupported
-from fwbench.harness import measure
+from fwbench.harness import Adaptive, measure
 from fwbench.models import check_input
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -42,13 +42,19 @@ def measure_trial(settings: dict) -> dict:
     in_force = backend.configure()
     backend.load()
     _progress(f"{cell.id} trial {settings['trial']}: measuring")
+    adaptive = settings["adaptive"]
     m = measure(backend.step(), backend.synchronize, iterations=settings["iterations"],
-                warmup_min=settings["warmup_min"], warmup_max=settings["warmup_max"])
+                warmup_min=settings["warmup_min"], warmup_max=settings["warmup_max"],
+                blocks=settings["blocks"], block_size=settings["block_size"],
+                adaptive=Adaptive(**adaptive) if adaptive else None)
     return {
         "cold_start_ns": m.cold_start_ns,
         "warmup_ns": m.warmup_ns,
         "warmup_steady": m.warmup_steady,
         "iteration_ns": m.iteration_ns,
+        "stop_reason": m.stop_reason,
+        "block_size": m.block_size,
+        "block_ns": m.block_ns,
         "markers_ns": m.markers_ns,
         "settings_in_force": in_force,
         "versions": backend.versions(),

@@ -26,7 +26,8 @@ def _results(tiny_config, tmp_path):
         result = make_result(plan.trial_settings(trial), outcome,
                              started_at=f"2026-01-01T00:00:0{i}+00:00",
                              ended_at=f"2026-01-01T00:00:0{i + 1}+00:00",
-                             workflow={"git_commit": "abc", "git_dirty": False})
+                             workflow={"git_commit": "abc", "git_dirty": False,
+                                       "session": "host:1:1"})
         path = tmp_path / trial.path(plan.run)
         write_json(result, path)
         paths.append(str(path))
@@ -82,3 +83,19 @@ def test_tables_are_built_with_framework_imports_blocked(tmp_path, tiny_config):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["9", "4", "2"]  # 3 ok trials x 3 iterations; 4 trials; 2 cells
+
+
+def test_groups_not_measured_together_are_flagged(tmp_path, tiny_config):
+    paths = _results(tiny_config, tmp_path)
+    # Re-measure one trial of the first group in a later session, as a partial rerun would.
+    with open(paths[0]) as f:
+        rerun = json.load(f)
+    rerun["workflow"]["session"] = "host:2:2"
+    rerun["started_at"] = "2026-01-02T00:00:00+00:00"
+    write_json(rerun, paths[0])
+    from fwbench.results import collect_tables
+
+    trials = collect_tables(paths)["trials"]
+    flags = trials.groupby("pair_id")["measured_together"].first()
+    assert list(flags) == [False, True] or list(flags) == [True, False]
+    assert not flags[rerun["pair_id"]]
