@@ -72,13 +72,14 @@ def missing(value) -> bool:
 
 
 def outcome(row) -> str:
-    """The direction a comparison row supports, from its interval (ratio > 1: PyTorch slower).
+    """The direction a comparison row supports (ratio > 1: PyTorch slower).
 
-    A verdict that says ``equivalent`` (the statistics' region of practical equivalence) wins;
-    otherwise an interval that excludes 1 decides; otherwise the verdict's own words; else
-    ``inconclusive``.
+    The statistics' verdict decides when it is one of ``OUTCOME_LABELS``; for tables without
+    one, an interval that excludes 1 decides, else ``inconclusive``.
     """
     verdict = "" if missing(row.get("verdict")) else str(row.get("verdict")).lower()
+    if verdict in OUTCOME_LABELS:  # the statistics' own verdict (fwbench.stats.verdict)
+        return verdict
     if "equiv" in verdict:
         return "equivalent"
     low, high = row.get("ratio_ci_low"), row.get("ratio_ci_high")
@@ -206,7 +207,7 @@ def _draw_ratios(ax, frame, failures: dict, varying: list[str]) -> None:
     ax.set_xlabel("PyTorch median time / TensorFlow median time (log scale)")
     ax.grid(axis="x", which="both", color="#dddddd", linewidth=0.5)
     if seen:
-        ax.legend(loc="lower right", frameon=False, ncols=min(4, len(seen)))
+        ax.figure.legend(loc="outside lower center", frameon=False, ncols=len(seen))
 
 
 def _shorten(text: str, limit: int = 60) -> str:
@@ -280,7 +281,10 @@ def throughput(cell_stats, folder: Path, *, key="throughput") -> Figure:
     title = "Throughput"
     if cell_stats is None or cell_stats.empty or "median_ns" not in cell_stats:
         return Figure(key, title, "", reason="Not drawn: the statistics hold no cell median.")
-    frame = cell_stats[[not missing(v) and float(v) > 0 for v in cell_stats["median_ns"]]]
+    keep = [not missing(v) and float(v) > 0 for v in cell_stats["median_ns"]]
+    if "throughput_sps" in cell_stats:
+        keep = [k and not missing(v) for k, v in zip(keep, cell_stats["throughput_sps"])]
+    frame = cell_stats[keep]
     if frame.empty:
         return Figure(key, title, "", reason="Not drawn: no cell has a measured median time.")
     frame = _sort_pairs(frame.assign(_fw=frame["framework"].astype(str)))
@@ -305,14 +309,20 @@ def throughput(cell_stats, folder: Path, *, key="throughput") -> Figure:
         ax.set_ylim(len(pairs) - 0.5, -0.5)
         ax.set_xlabel("samples per second (log scale)")
         ax.grid(axis="x", which="both", color="#eeeeee", linewidth=0.5)
-        ax.legend(frameon=False, loc="lower right")
+        fig.legend(loc="outside lower center", frameon=False, ncols=2)
         file = _save(fig, folder, f"{key}.svg")
-    caption = ("Throughput: batch size divided by the median time of one step, per cell, with "
-               "the interval that the confidence interval of the median time gives. Log scale.")
+    caption = ("Throughput: samples per iteration divided by the median time of one iteration, "
+               "per cell, with the interval that the confidence interval of the median time "
+               "gives. Log scale.")
     return Figure(key, title, caption, file=file)
 
 
 def _throughput_columns(part):
+    names = ("throughput_sps", "throughput_ci_low_sps", "throughput_ci_high_sps")
+    if set(names) <= set(part.columns):  # the statistics' own (samples per iteration known)
+        sps, lo, hi = (part[n].astype(float).to_numpy() for n in names)
+        return sps, [s if math.isnan(v) else v for s, v in zip(sps, lo)], \
+            [s if math.isnan(v) else v for s, v in zip(sps, hi)]
     batch = part["batch_size"].astype(float).to_numpy()
     median = part["median_ns"].astype(float).to_numpy()
     sps = batch / median * 1e9

@@ -96,6 +96,16 @@ def make_trials(mixed_commits=True) -> pd.DataFrame:
     return trials
 
 
+def make_iterations(trials: pd.DataFrame) -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    ok = trials[trials["status"] == "ok"]
+    rows = [{"run": r["run"], "cell_id": r["cell_id"], "pair_id": r["pair_id"],
+             **{a: r[a] for a in AXES}, "trial": r["trial"], "iteration": i,
+             "time_ns": int(r["median_ns"] * (1 + 0.01 * rng.standard_normal()))}
+            for _, r in ok.iterrows() for i in range(10)]
+    return pd.DataFrame(rows)
+
+
 def make_cells(trials: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for cell_id, g in trials.groupby("cell_id", sort=True):
@@ -131,7 +141,9 @@ def make_comparisons(stats: pd.DataFrame) -> pd.DataFrame:
         pt = g[g["framework"] == "pytorch"].iloc[0]
         tf = g[g["framework"] == "tensorflow"].iloc[0]
         row = {"pair_id": pair_id, **{a: pt[a] for a in AXES if a != "framework"}}
-        if not pd.isna(pt.get("median_ns")) and not pd.isna(tf.get("median_ns")):
+        if pd.isna(pt.get("median_ns")) or pd.isna(tf.get("median_ns")):
+            continue  # like fwbench.stats: only pairs with ok trials on both sides
+        if True:
             low, high = pt["ci_low_ns"] / tf["ci_high_ns"], pt["ci_high_ns"] / tf["ci_low_ns"]
             verdict = ("pytorch faster" if high < 1 else "tensorflow faster" if low > 1
                        else "inconclusive")
@@ -140,8 +152,6 @@ def make_comparisons(stats: pd.DataFrame) -> pd.DataFrame:
                        mannwhitney_p=0.1, cliffs_delta=-1.0 if high < 1 else 1.0,
                        cliffs_magnitude="large", verdict=verdict, exploratory=False,
                        holm_p=0.4, bh_p=0.2)
-        else:
-            row.update(verdict="not measured", exploratory=False)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -159,8 +169,7 @@ def write_run(folder: Path, *, mixed_commits=True, drop_columns=(), empty_stats=
     comparisons = make_comparisons(stats)
     tests = make_tests(comparisons)
     paths = {name: folder / f"{name}.parquet" for name in ("iterations", "trials", "cells")}
-    pd.DataFrame({"cell_id": trials["cell_id"], "iteration": 0, "time_ns": 1}).to_parquet(
-        paths["iterations"])
+    make_iterations(trials).to_parquet(paths["iterations"])
     trials.to_parquet(paths["trials"])
     make_cells(trials).to_parquet(paths["cells"])
     for name, frame in (("cell_stats", stats), ("comparisons", comparisons), ("tests", tests)):
@@ -227,7 +236,7 @@ def section(page: str, element_id: str) -> str:
     return match.group(0)
 
 
-LEAKS = re.compile(r"\bnan\b|\bNone\b|\bNaN\b|\{\{|\}\}|\{%|%\}|\bundefined\b|\bnull\b")
+LEAKS = re.compile(r"\bnan\b|\bNone\b|\bNaN\b|\{\{|\}\}|\{%|%\}|\bundefined\b")
 
 
 # --- the report as built -----------------------------------------------------------------------
@@ -307,6 +316,16 @@ def test_figures_and_tables_are_numbered_in_order(page):
         assert numbers == sorted(set(numbers)) == list(range(1, len(numbers) + 1)), kind
 
 
+def test_same_inputs_give_the_same_html_and_figures(tmp_path, built, page):
+    folder = tmp_path / "again"
+    folder.mkdir()
+    again = html_only(report.load_inputs(write_run(tmp_path / "tables")), folder)
+    assert again == page
+    for svg in built["figures"].glob("*.svg"):
+        assert (folder / "figures" / svg.name).read_bytes() == svg.read_bytes(), svg.name
+
+
+@pytest.mark.slow
 def test_same_inputs_give_byte_identical_outputs(tmp_path, built):
     again = build(tmp_path)
     assert again["pdf"].read_bytes() == built["pdf"].read_bytes()
@@ -340,18 +359,40 @@ def test_empty_statistics_still_give_a_report(tmp_path):
     data = report.load_inputs(write_run(tmp_path, empty_stats=True))
     text = visible(html_only(data, tmp_path)).text
     assert not LEAKS.findall(text)
-    assert "No comparison: comparisons.csv is empty." in text
+    assert "Not measured: no statistics (comparisons.csv is empty)." in text
     assert "The comparisons table is missing: comparisons.csv is empty." in text
     assert "No matched pair produced a PyTorch/TensorFlow ratio" in text
 
 
-def html_only(data, folder: Path) -> str:
+def html_only(data, folder: Path, run: str = "fixture") -> str:
     figures = folder / "figures"
     figures.mkdir(exist_ok=True)
     drawn = report.make_figures(data, figures, report.failure_reasons(data.trials))
-    context = report.build_context(data, run="fixture", figures=drawn, href="figures",
+    context = report.build_context(data, run=run, figures=drawn, href="figures",
                                    epoch=report.source_date_epoch(data.trials))
     return report.render_html(context)
+
+
+def test_report_from_the_statistics_module(tmp_path):
+    """The seam as the workflow wires it: fwbench.stats.summarize writes the three CSVs."""
+    from fwbench import stats
+
+    inputs = write_run(tmp_path)
+    frames = stats.summarize(pd.read_parquet(inputs["trials"]),
+                             pd.read_parquet(inputs["iterations"]), seed=0, n_boot=100)
+    for name, key in (("cells", "cell_stats"), ("comparisons", "comparisons"),
+                      ("tests", "tests")):
+        frames[name].to_csv(inputs[key], index=False)
+    page = html_only(report.load_inputs(inputs), tmp_path)
+    text = visible(page).text
+    assert not LEAKS.findall(text), LEAKS.findall(text)[:5]
+    assert "at 75 %" in section(page, "tab-cells")  # 3 trials: the interval's true coverage
+    assert "at 90 %" in section(page, "tab-comparisons")
+    assert "Jonckheere-Terpstra" in section(page, "tab-tests")
+    assert "florencio2019/floor" in section(page, "tab-tests-all")
+    assert "PyTorch oom in 3 trial(s)" in htmllib.unescape(section(page, "tab-comparisons"))
+    claims = htmllib.unescape(section(page, "tab-claims"))
+    assert "Jonckheere-Terpstra test for a decreasing time per sample" in claims
 
 
 def test_report_modules_import_no_framework():
@@ -558,3 +599,11 @@ def test_html_opens_in_headless_chromium_with_images_loaded(built, tmp_path):
     assert probe_result["images"] >= 3 and probe_result["broken"] == []
     console = [line for line in run.stderr.splitlines() if "CONSOLE" in line]
     assert not console, console
+
+
+def test_interval_levels_are_stated_once_when_uniform():
+    assert report._with_level("[1, 2]", 0.75, 0.75) == "[1, 2]"
+    assert report._with_level("[1, 2]", 0.5, 0.75) == "[1, 2] at 50 %"
+    assert report._with_level("[1, 2]", 0.95) == "[1, 2]"
+    assert "75 % coverage" in report._level_sentence(0.75)
+    assert report._level_sentence(0.95) == "" and report._level_sentence(None) == ""
