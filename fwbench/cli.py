@@ -6,38 +6,17 @@ import argparse
 import json
 import subprocess
 import sys
-from datetime import datetime, timezone
 
-from fwbench import provenance, results, workflow
-from fwbench.supervisor import Interrupted, stop_on_signals, supervise
-from fwbench.trial import thread_environment
-
-TRIAL_ENTRY = "fwbench.trial:measure_trial"
-
-
-def run_trial(settings: dict, result_path: str, env_path: str) -> dict:
-    """Measure one trial in a supervised child and write its result and provenance files."""
-    started = _now()
-    outcome = supervise(TRIAL_ENTRY, settings, timeout_s=settings["timeout_s"],
-                        memory_limit_mb=settings["memory_limit_mb"],
-                        env=thread_environment(settings["threads"]))
-    result = results.make_result(settings, outcome, started_at=started, ended_at=_now(),
-                                 workflow={**provenance.git_state(),
-                                           "session": provenance.workflow_session()})
-    results.validate_trial(result)
-    results.write_json({**provenance.environment(), **result["versions"]}, env_path)
-    results.write_json(result, result_path)
-    return result
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+from fwbench import provenance, workflow
+from fwbench.supervisor import Interrupted, stop_on_signals
+from fwbench.trial import measure_idle_baseline, run_trial
 
 
 def _trial_command(args) -> int:
     stop_on_signals()
     try:
-        result = run_trial(json.loads(args.settings), args.result, args.env)
+        result = run_trial(json.loads(args.settings), args.result, args.env, args.telemetry,
+                           args.idle)
     except Interrupted as exc:
         print(f"fwbench: trial interrupted, nothing written: {exc}", file=sys.stderr)
         return 130
@@ -62,6 +41,12 @@ def _unlock_command(args) -> int:
     return 0
 
 
+def _idle_command(args) -> int:
+    idle = measure_idle_baseline(args.out, duration_s=args.duration, period_s=args.period)
+    print(f"idle baseline: {json.dumps(idle)[:300]}", file=sys.stderr)
+    return 0
+
+
 def _models_command(args) -> int:
     from fwbench.models import print_models  # counts parameters in both frameworks
 
@@ -76,7 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     trial.add_argument("--settings", required=True, help="the trial's settings as JSON (from the plan)")
     trial.add_argument("--result", required=True, help="path of trial-<k>.json")
     trial.add_argument("--env", required=True, help="path of trial-<k>.env.json")
+    trial.add_argument("--telemetry", required=True, help="path of trial-<k>.telemetry.csv")
+    trial.add_argument("--idle", help="the run's idle baseline (idle.json)")
     trial.set_defaults(func=_trial_command)
+    idle = commands.add_parser("idle", help="measure the idle baseline before the first trial")
+    idle.add_argument("--out", required=True)
+    idle.add_argument("--duration", type=float, default=3.0, help="seconds")
+    idle.add_argument("--period", type=float, default=0.1, help="sampling period in seconds")
+    idle.set_defaults(func=_idle_command)
     models = commands.add_parser("models", help="the model zoo: parameters, FLOPs, differences")
     models.add_argument("--json", action="store_true", help="print JSON instead of a table")
     models.set_defaults(func=_models_command)

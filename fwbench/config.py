@@ -65,21 +65,18 @@ def _key_name(path) -> str:
     return repr(name) if name else "<top level>"
 
 
-def _fill_defaults(config: dict, schema: dict) -> None:
+def _fill_defaults(instance: dict, schema: dict) -> None:
+    """Fill the schema's defaults into ``instance``, recursively through nested objects."""
     for key, spec in schema.get("properties", {}).items():
-        if key not in config and "default" in spec:
-            config[key] = copy.deepcopy(spec["default"])
-    for key in ("warmup", "statistics", "blocks", "adaptive"):
-        if config[key] is None:
-            continue
-        sub = schema["properties"][key]
-        for name, spec in sub.get("properties", {}).items():
-            config[key].setdefault(name, spec.get("default"))
-    model_spec = schema["properties"]["models"]["additionalProperties"]["properties"]
-    for model in config["models"].values():
-        for name, spec in model_spec.items():
-            if name not in model and "default" in spec:
-                model[name] = copy.deepcopy(spec["default"])
+        if key not in instance and "default" in spec:
+            instance[key] = copy.deepcopy(spec["default"])
+        if isinstance(instance.get(key), dict):
+            _fill_defaults(instance[key], spec)
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        for key, value in instance.items():
+            if key not in schema.get("properties", {}) and isinstance(value, dict):
+                _fill_defaults(value, extra)
 
 
 def _check_cross_fields(config: dict) -> None:

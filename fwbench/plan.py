@@ -42,6 +42,10 @@ class Plan:
     def results_dir(self) -> str:
         return f"results/{self.run}"
 
+    def idle_path(self) -> str:
+        """The idle baseline measured once before the first trial."""
+        return f"results/{self.run}/environment/idle.json"
+
     def cells(self) -> list[Cell]:
         return sorted({t.cell for t in self.trials})
 
@@ -85,6 +89,7 @@ class Plan:
             "seed": c["seed"],
             "timeout_s": c["timeout_s"],
             "memory_limit_mb": c["memory_limit_mb"],
+            "telemetry": c["telemetry"],
         }
 
 

@@ -142,7 +142,29 @@ def trial_row(result: dict) -> dict:
         "git_commit": result["workflow"]["git_commit"],
         "git_dirty": result["workflow"]["git_dirty"],
         "session": result["workflow"]["session"],
+        **_telemetry_columns(result.get("telemetry")),
     }
+
+
+# Trials-table column <- key of the measure phase's telemetry summary.
+TELEMETRY_COLUMNS = {
+    "power_w_mean": "power_mean_w",
+    "power_w_max": "power_max_w",
+    "energy_j": "energy_j",
+    "energy_source": "energy_source",
+    "energy_per_sample_j": "energy_per_sample_j",
+    "gpu_util_mean": "gpu_util_mean_pct",
+    "gpu_temp_c_start": "gpu_temp_start_c",
+    "gpu_temp_c_max": "gpu_temp_max_c",
+    "cpu_util_mean": "cpu_util_mean_pct",
+    "cpu_temp_c_start": "cpu_temp_start_c",
+    "cpu_temp_c_max": "cpu_temp_max_c",
+}
+
+
+def _telemetry_columns(summary: dict | None) -> dict:
+    measure = ((summary or {}).get("phases") or {}).get("measure") or {}
+    return {column: measure.get(key) for column, key in TELEMETRY_COLUMNS.items()}
 
 
 def collect_tables(paths) -> dict:

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,8 +42,11 @@ class Interrupted(Exception):
 
 
 def supervise(entry: str, settings: dict, *, timeout_s: float, memory_limit_mb: int | None,
-              env: dict[str, str] | None = None) -> Outcome:
+              env: dict[str, str] | None = None,
+              on_start: Callable[[int], None] | None = None) -> Outcome:
     """Call ``entry`` ("module:function") with ``settings`` in a child process.
+
+    ``on_start`` receives the child's pid as soon as it exists (the telemetry sampler watches it).
 
     Usage::
 
@@ -60,6 +64,8 @@ def supervise(entry: str, settings: dict, *, timeout_s: float, memory_limit_mb: 
         ) as proc:
             tail = _tee_stderr(proc)
             try:
+                if on_start:
+                    on_start(proc.pid)
                 returncode = _wait(proc, timeout_s)
             except BaseException:
                 _kill(proc)

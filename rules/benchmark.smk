@@ -1,19 +1,37 @@
-# One job per trial: a supervised fresh process measures one cell and writes its result.
+# The idle baseline once, then one job per trial: a supervised fresh process measures one cell
+# and writes its result, provenance and telemetry side files.
+
+
+rule measure_idle:
+    output:
+        idle=PLAN.idle_path(),
+    log:
+        f"logs/{PLAN.run}/measure_idle.log",
+    params:
+        duration=lookup(dpath="telemetry/idle_s", within=config),
+        period=lookup(dpath="telemetry/period_s", within=config),
+    shell:
+        "python -m fwbench idle --out {output.idle} --duration {params.duration}"
+        " --period {params.period} > {log} 2>&1"
 
 
 rule run_trial:
     input:
-        unpack(get_previous_trial),
+        unpack(get_trial_inputs),
     output:
         result=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.json",
         env=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.env.json",
+        telemetry=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.telemetry.csv",
+        sidecar=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.telemetry.json",
     log:
         f"logs/{PLAN.run}/run_trial/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.log",
+    container:
+        get_container
     params:
         settings=get_trial_settings,
     threads: lookup(dpath="threads", within=config)
     resources:
         benchmark_slot=1,
     shell:
-        "exec python -m fwbench trial --settings {params.settings:q}"
-        " --result {output.result} --env {output.env} > {log} 2>&1"
+        "exec python -m fwbench trial --settings {params.settings:q} --result {output.result}"
+        " --env {output.env} --telemetry {output.telemetry} --idle {input.idle} > {log} 2>&1"

@@ -2,6 +2,7 @@
 
 import json
 
+from fwbench import images
 from fwbench.config import check_threads, validate
 from fwbench.plan import Plan
 
@@ -9,6 +10,11 @@ config.update(validate(config))
 check_threads(config, workflow.cores)
 PLAN = Plan.from_config(config)
 RESULTS = PLAN.results_dir()
+# With --use-singularity: each framework's image from containers/images.lock, by digest; stops
+# here, before any job, when a digest is missing (the message names `make pin-images`).
+IMAGES = images.workflow_images(
+    config["frameworks"], requested=images.containers_requested(workflow)
+)
 
 
 wildcard_constraints:
@@ -35,11 +41,21 @@ def _trial(wildcards):
     )
 
 
-def get_previous_trial(wildcards):
-    """The trial planned before this one in its cell group: it must run first (interleaving)."""
+def get_trial_inputs(wildcards):
+    """The idle baseline, and the trial planned before this one in its cell group, which must
+    run first (interleaving). Both ancient: re-measuring them never re-runs this trial."""
+    inputs = {"idle": ancient(PLAN.idle_path())}
     previous = PLAN.previous(_trial(wildcards))
-    return {"previous": ancient(previous.path(PLAN.run))} if previous else {}
+    if previous:
+        inputs["previous"] = ancient(previous.path(PLAN.run))
+    return inputs
 
 
 def get_trial_settings(wildcards):
-    return json.dumps(PLAN.trial_settings(_trial(wildcards)), sort_keys=True)
+    settings = images.with_images(PLAN.trial_settings(_trial(wildcards)), IMAGES)
+    return json.dumps(settings, sort_keys=True)
+
+
+def get_container(wildcards):
+    """docker://<repository>@sha256:<digest> of the trial's framework; None when run natively."""
+    return images.container_for(IMAGES, wildcards.framework)

@@ -1,8 +1,9 @@
 """A real trial of each framework on the CPU: result file, thread settings, unsupported inputs."""
 
+import pandas as pd
 import pytest
 
-from fwbench.cli import run_trial
+from fwbench.trial import run_trial
 from fwbench.config import validate
 from fwbench.plan import Plan
 from fwbench.results import load_trial
@@ -21,7 +22,8 @@ def test_threads_are_set_in_both_frameworks_whatever_the_environment(
     # Snakemake exports OMP_NUM_THREADS=1 under --cores 1; the configured count must still win.
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     settings = _settings(tiny_config, framework, threads=2)
-    run_trial(settings, tmp_path / "trial-1.json", tmp_path / "trial-1.env.json")
+    run_trial(settings, tmp_path / "trial-1.json", tmp_path / "trial-1.env.json",
+              tmp_path / "trial-1.telemetry.csv")
     result = load_trial(tmp_path / "trial-1.json")
     assert result["status"] == "ok", result["message"]
     in_force = result["settings"]["in_force"]
@@ -29,12 +31,19 @@ def test_threads_are_set_in_both_frameworks_whatever_the_environment(
     assert len(result["iteration_ns"]) == 3 and result["cold_start_ns"] > 0
     assert result["versions"]["framework_version"]
     assert (tmp_path / "trial-1.env.json").exists()
+    # The telemetry side file spans the trial, on the harness's clock; no GPU is said so.
+    samples = pd.read_csv(tmp_path / "trial-1.telemetry.csv")
+    markers = result["markers_ns"]
+    assert samples["t_ns"].min() <= markers["cold_start"] <= markers["end"] <= samples["t_ns"].max()
+    assert set(result["telemetry"]["phases"]) >= {"warmup", "measure"}
+    assert "gpu" in result["telemetry"]["unavailable"]
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_input_too_small_is_unsupported_with_a_reason(tmp_path, tiny_config, framework):
     tiny_config["models"]["lenet5"]["input_shapes"] = [[1, 8, 8]]
-    run_trial(_settings(tiny_config, framework), tmp_path / "r.json", tmp_path / "e.json")
+    run_trial(_settings(tiny_config, framework), tmp_path / "r.json", tmp_path / "e.json",
+              tmp_path / "t.csv")
     result = load_trial(tmp_path / "r.json")
     assert result["status"] == "unsupported"
     assert "lenet5" in result["message"] and "8x8" in result["message"]

@@ -19,7 +19,8 @@ from fwbench.telemetry.sampler import sidecar_path
 
 PHASES = (("cold_start", "cold_start", "warmup"),
           ("warmup", "warmup", "measure"),
-          ("measure", "measure", "end"))
+          ("measure", "measure", "blocks"),
+          ("blocks", "blocks", "end"))
 _TEXT = {"device", "gpu_uuid"}
 
 

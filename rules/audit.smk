@@ -1,0 +1,42 @@
+# Host side, no framework import: the version audit. Every trial's env.json into one versions
+# table per framework environment (image digest, or the native host), and what differs from
+# another run: `snakemake --cores 1 audit` diffs against every other run under results/ that has
+# been audited; results/<run>/audit/diff-<other>.csv names one.
+
+from fwbench.provenance import audited_runs
+
+
+rule audit_versions:
+    input:
+        results=get_trial_results(),
+        envs=PLAN.trial_paths("env.json"),
+    output:
+        versions=f"{RESULTS}/audit/versions.csv",
+    log:
+        f"logs/{PLAN.run}/audit_versions.log",
+    shell:
+        "python -m fwbench.provenance versions --out {output.versions} {input.envs:q} > {log} 2>&1"
+
+
+rule audit_diff:
+    input:
+        this=rules.audit_versions.output.versions,
+        other="results/{other}/audit/versions.csv",
+    output:
+        diff=f"{RESULTS}/audit/diff-{{other}}.csv",
+    log:
+        f"logs/{PLAN.run}/audit_diff/{{other}}.log",
+    wildcard_constraints:
+        other=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    shell:
+        "python -m fwbench.provenance diff --out {output.diff} {input.this} {input.other}"
+        " > {log} 2>&1"
+
+
+rule audit:
+    input:
+        versions=rules.audit_versions.output.versions,
+        diffs=[
+            f"{RESULTS}/audit/diff-{other}.csv"
+            for other in audited_runs(exclude=PLAN.run)
+        ],
