@@ -247,13 +247,16 @@ def _draw_per_sample(ax, frame, device: str) -> None:
     groups = frame.groupby(["model", "framework", "input_shape", "mode", "profile"], sort=True)
     markers = "osD^v<>"
     models = sorted(frame["model"].astype(str).unique())
+    extra = [a for a in ("input_shape", "mode", "profile") if frame[a].astype(str).nunique() > 1]
     for (model, framework, shape, mode, profile), group in groups:
         group = group.sort_values("batch_size")
         batch = group["batch_size"].astype(float).to_numpy()
         per = group["median_ns"].astype(float).to_numpy() / batch / 1e6
         colour = FRAMEWORK_COLOURS.get(str(framework), "#444444")
         marker = markers[models.index(str(model)) % len(markers)]
-        label = f"{FRAMEWORK_LABELS.get(str(framework), framework)} {model}"
+        named = {"input_shape": shape, "mode": mode, "profile": profile}
+        label = " ".join([FRAMEWORK_LABELS.get(str(framework), str(framework)), str(model),
+                          *(str(named[a]) for a in extra)])
         if {"ci_low_ns", "ci_high_ns"} <= set(group.columns):
             lo = group["ci_low_ns"].astype(float).to_numpy() / batch / 1e6
             hi = group["ci_high_ns"].astype(float).to_numpy() / batch / 1e6

@@ -237,10 +237,17 @@ def _span(values) -> str:
     return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
 
 
+def _text(value) -> str:
+    """A table value as text; whole floats (a nullable integer read back) without ".0"."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def _unique(frame: pd.DataFrame, column: str) -> list[str]:
     if column not in frame:
         return []
-    return sorted({str(v) for v in frame[column] if not missing(v)})
+    return sorted({_text(v) for v in frame[column] if not missing(v)})
 
 
 # --- numbering: figures and tables in document order ------------------------------------------
@@ -352,6 +359,7 @@ def software(trials: pd.DataFrame) -> list[dict]:
     rows = []
     for framework in _unique(trials, "framework"):
         part = trials[trials["framework"].astype(str) == framework]
+        ok = part[part["status"] == "ok"] if "status" in part else part
         rows.append({
             "framework": framework,
             "label": _label(framework),
@@ -362,8 +370,8 @@ def software(trials: pd.DataFrame) -> list[dict]:
             "mode": _join(_unique(part, "framework_mode")) or "not recorded",
             "layout": _join(_unique(part, "layout")) or "not recorded",
             "trials": len(part),
-            "iterations": _span(part.get("n_iterations", [])),
-            "warmup": _span(part.get("warmup_iterations", [])),
+            "iterations": _span(ok.get("n_iterations", [])),
+            "warmup": _span(ok.get("warmup_iterations", [])),
         })
     return rows
 
