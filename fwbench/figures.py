@@ -339,25 +339,31 @@ def _throughput_columns(part):
 # --- box plots of per-trial times (florencio2019 Fig. 4 and 5) -----------------------------
 
 def trial_boxplots(trials, folder: Path, *, key: str, title: str, select: dict, source=None,
-                   absent: str = "") -> Figure:
-    """Box plots of each trial's time, one box per framework, for the selected cells."""
+                   absent: str = "", note: str = "") -> Figure:
+    """Box plots of each trial's median iteration time, one box per framework.
+
+    ``select`` keeps the cells; ``note`` completes the caption (what the time stands for).
+    """
     frame = _select(trials, select)
     if not frame.empty:
-        frame = frame[(frame["status"] == "ok") & [not missing(v) for v in frame["median_ns"]]]
+        frame = frame[(frame["status"] == "ok") & frame["median_ns"].notna()]
     if frame.empty:
         return Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
+    seconds = frame["median_ns"].astype(float) / 1e9
+    unit, scale = ("s", 1.0) if seconds.max() >= 1 else ("ms", 1e3)
     with rc_context(RC):
         fig = _new(3.3, 2.4)
         ax = fig.add_subplot()
         names = [f for f in ("tensorflow", "pytorch") if f in set(frame["framework"])]
-        data = [frame.loc[frame["framework"] == f, "median_ns"].astype(float) / 1e9
-                for f in names]
+        data = [seconds[frame["framework"] == f] * scale for f in names]
         box = ax.boxplot(data, tick_labels=[FRAMEWORK_LABELS[f] for f in names],
-                         patch_artist=True, widths=0.5)
+                         patch_artist=True, widths=0.5, medianprops={"color": "black"})
         for patch, name in zip(box["boxes"], names):
             patch.set_facecolor(FRAMEWORK_COLOURS[name])
             patch.set_alpha(0.5)
-        ax.set_ylabel("time (s)")
+        ax.set_ylabel(f"time ({unit})")
         file = _save(fig, folder, f"{key}.svg")
-    caption = f"{title}: one point per trial (a fresh process), box plots per framework."
+    fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(frame).items())
+    caption = (f"{title}: one value per trial (a fresh process), its median iteration time; box "
+               f"plots per framework ({len(frame)} trials; {fixed}). {note}").strip()
     return Figure(key, title, caption, file=file, source=source)

@@ -644,3 +644,37 @@ def test_presets_cover_the_papers_with_a_protocol_and_name_known_models():
     claims_models = {m for c in load_claims()["claims"]
                      for m in np.atleast_1d(c["test"].get("select", {}).get("model", []))}
     assert claims_models <= set(MODELS), claims_models - set(MODELS)
+
+
+def test_normality_claim_follows_shapiro_wilk_and_reports_the_published_ks():
+    claim = {"id": "n", "test": {"kind": "normality", "select": {"device": "cuda"}}}
+    pairs = _pairs((0.8, 0.7, 0.9))
+    tests = pd.DataFrame([
+        {"source": "florencio2019", "test": test, "variant": variant, "scope": f"p0 [{fw}]",
+         "decision": decision}
+        for fw in ("pytorch", "tensorflow")
+        for test, variant, decision in (
+            ("Kolmogorov-Smirnov", "KS, parameters from the same sample (as published)",
+             "do not reject H0"),
+            ("Lilliefors", "Lilliefors (KS with estimated parameters, corrected null)",
+             "reject H0"),
+            ("Shapiro-Wilk", "Shapiro-Wilk", "reject H0"))])
+    result = evaluate_claim(claim, pairs, pd.DataFrame(), tests)
+    assert result["verdict"] == "confirmed"
+    assert "Kolmogorov-Smirnov as published rejects normality in 0 of 2" in result["ours"]
+    assert "Shapiro-Wilk rejects normality in 2 of 2" in result["ours"]
+    assert evaluate_claim(claim, pairs, pd.DataFrame(), tests.iloc[0:0])["verdict"] == \
+        "not measured"
+
+
+def test_florencio_box_plots_are_drawn_from_lenet5_at_batch_100(tmp_path):
+    trials = make_trials()
+    lenet = trials[trials["model"] == "lenet5"].assign(batch_size=100, device="cuda")
+    data = report.Inputs(trials=lenet, cells=pd.DataFrame(), cell_stats=pd.DataFrame(),
+                         comparisons=pd.DataFrame(), tests=pd.DataFrame())
+    drawn = report.make_figures(data, tmp_path, {})
+    for key in ("florencio_fig4", "florencio_fig5"):
+        assert drawn[key].file and (tmp_path / drawn[key].file).exists(), drawn[key].reason
+        assert "data loading is left out" in drawn[key].caption
+    assert "no LeNet-5 cell at batch 100" in report.make_figures(
+        report.load_inputs(write_run(tmp_path / "run")), tmp_path, {})["florencio_fig4"].reason
