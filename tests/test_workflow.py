@@ -22,7 +22,7 @@ def _write_config(workdir: Path, config: dict) -> None:
 
 def _trial_files(workdir: Path) -> list[Path]:
     return sorted(p for p in (workdir / "results").rglob("trial-*.json")
-                  if not p.name.endswith(".env.json"))
+                  if p.name.count(".") == 1)
 
 
 def test_tiny_run_end_to_end_then_nothing_to_do(tmp_path, tiny_config):
