@@ -28,3 +28,9 @@ test: $(INSTALLED)
 
 test-fast: $(INSTALLED)
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/pytest -q -m "not slow"
+
+# Resolve every tag in containers/images.lock to the digest it points to now and write the lock
+# (needs skopeo, crane or docker, and the registry); then commit it. See docs/containers.md.
+.PHONY: pin-images
+pin-images: $(INSTALLED)
+	$(BIN)/python -m fwbench.images pin

@@ -1,9 +1,26 @@
-"""Where a number came from: the workflow's git state and the machine a trial ran on."""
+"""Where a number came from: the workflow's git state, the software and the machine of a trial.
+
+Two halves, because the trial's parent process never imports a framework:
+
+- :func:`environment` — parent side, framework-free: image reference and digest (or
+  ``container: none``), Python and every installed package with its version, OS and kernel, CPU,
+  memory, GPUs and driver through NVML, the environment variables that change behaviour, and the
+  workflow's git commit and dirty flag. ``fwbench.trial.run_trial`` writes it to
+  ``trial-<k>.env.json``, merged with the child's versions.
+- :func:`framework_runtime` — child side, after the framework ran: its build information (the
+  versions it was *built* against) and the CUDA, cuDNN and BLAS libraries *actually loaded*, read
+  from the process's mapped shared objects (``/proc/self/maps``).
+
+Nothing here fails a trial: what cannot be read is recorded as unavailable, with the reason.
+"""
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -11,9 +28,38 @@ from pathlib import Path
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent
 
+# Environment variables that change what a framework does or how fast: threads, devices,
+# allocators, determinism, precision, compilers, library search paths and caches. Recorded
+# with their values when set (none of these carries a secret).
+BEHAVIOUR_VARIABLES = re.compile(
+    r"^(CUDA_\w+|NVIDIA_\w+|CUBLAS_\w+|CUDNN_\w+|NCCL_\w+|TF_\w+|XLA_FLAGS|TPU_\w+|"
+    r"PYTORCH_\w+|TORCH_\w+|TORCHINDUCTOR_\w+|TORCHDYNAMO_\w+|TRITON_\w+|KERAS_\w+|"
+    r"OMP_\w+|KMP_\w+|GOMP_\w+|MKL_\w+|OPENBLAS_\w+|GOTO_NUM_THREADS|VECLIB_MAXIMUM_THREADS|"
+    r"NUMEXPR_\w+|DNNL_\w+|ONEDNN_\w+|LD_LIBRARY_PATH|LD_PRELOAD|MALLOC_\w+|"
+    r"PYTHONHASHSEED|PYTHONNOUSERSITE|PYTHONPATH|PYTHONOPTIMIZE|PYTHONDONTWRITEBYTECODE|"
+    r"PYTHONMALLOC|XDG_CACHE_HOME|MPLCONFIGDIR|FWBENCH_\w+)$")
+# Never recorded, whatever the prefix: Terraform's TF_TOKEN_*/TF_VAR_*/TF_CLI_*, and anything
+# that looks like a credential.
+SECRET_VARIABLES = re.compile(r"^TF_(TOKEN|VAR|CLI|LOG)|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|"
+                              r"API_?KEY|AUTH", re.IGNORECASE)
+
+# Shared objects worth naming when loaded: the CUDA stack, the framework cores, BLAS/threading.
+LIBRARY_NAMES = re.compile(
+    r"^lib(cuda|cudart|cudnn\w*|cublas\w*|cufft\w*|curand|cusolver\w*|cusparse\w*|cupti|"
+    r"nccl|nvrtc\w*|nvJitLink|nvjitlink|nvToolsExt|nvidia-ml|nvshmem\w*|cusparseLt|cufile\w*|"
+    r"torch\w*|c10\w*|tensorflow\w*|tf_\w+|xla\w*|"
+    r"mkl\w*|openblas\w*|gomp|iomp5|omp|dnnl|mkldnn\w*|tcmalloc\w*|jemalloc)[.-]")
+
+
+GIT_STATE_VARIABLE = "FWBENCH_GIT_STATE"
+
 
 def git_state(source: Path = SOURCE_DIR) -> dict:
-    """The workflow's commit and whether its tree was dirty; None where git cannot tell."""
+    """The workflow's commit and whether its tree was dirty; None where git cannot tell.
+
+    Inside a container (the images hold no git) this falls back to ``$FWBENCH_GIT_STATE``, the
+    state the workflow read on the host when it started (``fwbench.images.export_source``).
+    """
     def git(*args):
         return subprocess.run(["git", "-C", str(source), *args], capture_output=True, text=True,
                               timeout=30, check=True).stdout.strip()
@@ -21,30 +67,12 @@ def git_state(source: Path = SOURCE_DIR) -> dict:
         commit = git("rev-parse", "HEAD")
         dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     except (OSError, subprocess.SubprocessError):
-        return {"git_commit": None, "git_dirty": None}
+        try:
+            exported = json.loads(os.environ[GIT_STATE_VARIABLE])
+            return {"git_commit": exported["git_commit"], "git_dirty": exported["git_dirty"]}
+        except (KeyError, ValueError, TypeError):
+            return {"git_commit": None, "git_dirty": None}
     return {"git_commit": commit, "git_dirty": dirty}
-
-
-def environment() -> dict:
-    """The machine and interpreter of this process (the container is recorded as none natively)."""
-    return {
-        "hostname": socket.gethostname(),
-        "platform": platform.platform(),
-        "python": sys.version.split()[0],
-        "cpu_model": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "container": os.environ.get("APPTAINER_CONTAINER") or "none",
-    }
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def workflow_session() -> str | None:
@@ -59,3 +87,442 @@ def workflow_session() -> str | None:
     except (OSError, IndexError):
         return None
     return f"{socket.gethostname()}:{ppid}:{start}"
+
+
+def environment(nvml_spec=None) -> dict:
+    """The machine, software and settings of this process, for ``trial-<k>.env.json``.
+
+    Framework-free (the parent process never imports torch or tensorflow). ``container`` is
+    ``"none"`` natively, else the image: reference and digest the workflow asked for, the image
+    file, and the label written into the image at build time. ``nvml_spec`` is passed to
+    :func:`fwbench.telemetry.gpu.load_nvml` (tests hand in a fake).
+
+    Usage::
+
+        env = {**provenance.environment(), **result["versions"]}
+    """
+    from fwbench.images import runtime_container
+
+    cpu = cpu_info()
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "cpu_model": cpu["model"],
+        "cpu_count": cpu["logical_cores"],
+        "container": runtime_container(),
+        "python_build": python_info(),
+        "packages": packages(),
+        "os": os_info(),
+        "cpu": cpu,
+        "memory_bytes": memory_bytes(),
+        "gpus": gpu_info(nvml_spec),
+        "environment_variables": behaviour_variables(),
+        "workflow": git_state(),
+    }
+
+
+def python_info() -> dict:
+    return {
+        "version": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+        "compiler": platform.python_compiler(),
+        "executable": sys.executable,
+        "prefix": sys.prefix,
+    }
+
+
+def packages() -> dict[str, str]:
+    """Every installed distribution visible to this interpreter, name -> version."""
+    found = {}
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            found.setdefault(_normalize(name), dist.version)
+    return dict(sorted(found.items()))
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def os_info() -> dict:
+    release = {}
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                release[key] = value.strip().strip('"')
+    except OSError:
+        pass
+    libc, libc_version = platform.libc_ver()
+    return {
+        "name": release.get("PRETTY_NAME") or platform.system(),
+        "id": release.get("ID"),
+        "version_id": release.get("VERSION_ID"),
+        "kernel": platform.release(),
+        "kernel_version": platform.version(),
+        "machine": platform.machine(),
+        "libc": f"{libc} {libc_version}".strip() or None,
+    }
+
+
+def cpu_info() -> dict:
+    model, cores = None, set()
+    physical = core = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = (part.strip() for part in line.partition(":"))
+            if key == "model name" and model is None:
+                model = value
+            elif key == "physical id":
+                physical = value
+            elif key == "core id":
+                core = value
+            elif not key and core is not None:
+                cores.add((physical, core))
+                physical = core = None
+        if core is not None:
+            cores.add((physical, core))
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = None
+    return {
+        "model": model or platform.processor() or "unknown",
+        "logical_cores": os.cpu_count(),
+        "physical_cores": len(cores) or None,
+        "usable_cores": usable,
+        "architecture": platform.machine(),
+    }
+
+
+def memory_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def gpu_info(nvml_spec=None) -> dict:
+    """Driver version, GPU count, and each GPU's name, UUID and memory, through NVML."""
+    from fwbench.telemetry.gpu import load_nvml
+
+    nvml, reason = load_nvml(nvml_spec)
+    if nvml is None:
+        return {"available": False, "reason": reason, "count": 0, "devices": []}
+    try:
+        count = nvml.nvmlDeviceGetCount()
+        devices = []
+        for index in range(count):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            devices.append({
+                "index": index,
+                "name": _text(nvml.nvmlDeviceGetName(handle)),
+                "uuid": _text(nvml.nvmlDeviceGetUUID(handle)),
+                "memory_total_bytes": int(nvml.nvmlDeviceGetMemoryInfo(handle).total),
+            })
+        return {"available": True, "reason": None,
+                "driver": _text(nvml.nvmlSystemGetDriverVersion()),
+                "count": count, "devices": devices,
+                "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    except nvml.NVMLError as exc:
+        return {"available": False, "reason": f"NVML query failed: {exc}", "count": 0,
+                "devices": []}
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except nvml.NVMLError:
+            pass
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def behaviour_variables(environ=None) -> dict[str, str]:
+    environ = os.environ if environ is None else environ
+    return {k: v for k, v in sorted(environ.items())
+            if BEHAVIOUR_VARIABLES.match(k) and not SECRET_VARIABLES.search(k)}
+
+
+# --- child side: after the framework ran ------------------------------------------------------
+
+def framework_runtime(framework: str) -> dict:
+    """Build information of the already-imported framework and the libraries this process loaded.
+
+    Call it in the measuring child, after the backend ran, so that lazily loaded libraries
+    (cuDNN, cuBLAS) are mapped. Never imports a framework that is not imported yet.
+
+    Usage (``fwbench.trial.measure_trial``)::
+
+        versions = {**backend.versions(), **provenance.framework_runtime(cell.framework)}
+    """
+    return {"framework_build": framework_build(framework), "loaded_libraries": loaded_libraries()}
+
+
+def framework_build(framework: str) -> dict:
+    """What the framework says it was built with (build-time versions, not what is loaded)."""
+    if framework == "pytorch" and "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        cudnn = torch.backends.cudnn
+        return {
+            "version": torch.__version__,
+            "path": torch.__file__,
+            "git_version": getattr(torch.version, "git_version", None),
+            "cuda": torch.version.cuda,
+            "hip": getattr(torch.version, "hip", None),
+            "cudnn": cudnn.version() if cudnn.is_available() else None,
+            "cuda_available": torch.cuda.is_available(),
+            "config": torch.__config__.show(),
+        }
+    if framework == "tensorflow" and "tensorflow" in sys.modules:
+        tf = sys.modules["tensorflow"]
+        return {
+            "version": tf.__version__,
+            "path": tf.__file__,
+            "git_version": tf.version.GIT_VERSION,
+            "compiler": tf.version.COMPILER_VERSION,
+            "built_with_cuda": tf.test.is_built_with_cuda(),
+            "build_info": {k: _plain(v) for k, v in tf.sysconfig.get_build_info().items()},
+        }
+    return {"unavailable": f"{framework} is not imported in this process"}
+
+
+def _plain(value):
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def loaded_libraries(maps: str | os.PathLike = "/proc/self/maps") -> list[dict]:
+    """The CUDA, cuDNN, framework and BLAS shared objects mapped into this process.
+
+    Each entry: ``name`` (file name as mapped), ``path``, ``realpath``, and ``version`` read from
+    the real file name (``libcudnn.so.9.1.0`` -> ``9.1.0``; None when the name carries none).
+    """
+    try:
+        lines = Path(maps).read_text().splitlines()
+    except OSError:
+        return []
+    seen, found = set(), []
+    for line in lines:
+        parts = line.split(maxsplit=5)
+        if len(parts) < 6 or not parts[5].startswith("/"):
+            continue
+        path = parts[5].removesuffix(" (deleted)")
+        name = os.path.basename(path)
+        if path in seen or ".so" not in name or not LIBRARY_NAMES.match(name):
+            continue
+        seen.add(path)
+        real = os.path.realpath(path)
+        found.append({"name": name, "path": path, "realpath": real,
+                      "version": _so_version(os.path.basename(real)) or _so_version(name)})
+    owners = _library_owners([e["path"] for e in found] + [e["realpath"] for e in found])
+    for entry in found:
+        entry["package"] = (owners.get(os.path.normpath(entry["path"]))
+                            or owners.get(entry["realpath"]))
+    return sorted(found, key=lambda e: e["name"])
+
+
+def _library_owners(paths) -> dict[str, str]:
+    """Path of each given shared object -> ``name==version`` of the installed package shipping it
+    (pip's CUDA wheels name their libraries by soname only: libcudnn.so.9). Only packages whose
+    top-level directory holds one of ``paths`` are read, to keep this quick."""
+    tops = set()
+    for path in paths:
+        parts = Path(path).parts
+        for marker in ("site-packages", "dist-packages"):
+            if marker in parts and parts.index(marker) + 1 < len(parts):
+                tops.add(parts[parts.index(marker) + 1])
+    owners = {}
+    for dist in importlib.metadata.distributions():
+        declared = set((dist.read_text("top_level.txt") or "").split())
+        name = _normalize(dist.metadata["Name"] or "?")
+        if not (declared & tops or (not declared and any(t.lower() in name for t in tops))):
+            continue
+        for file in dist.files or ():
+            if ".so" in file.name:
+                owners[os.path.normpath(dist.locate_file(file))] = f"{name}=={dist.version}"
+    return owners
+
+
+def _so_version(name: str) -> str | None:
+    match = re.search(r"\.so\.(\d+(?:\.\d+)*)$", name)
+    return match.group(1) if match else None
+
+
+# --- the version audit: per framework environment, and between two runs ----------------------
+
+AUDIT_FIELDS = ["framework", "environment", "item", "value", "trials"]
+DIFF_FIELDS = ["framework", "item", "change", "this_run", "other_run"]
+
+
+def audit_items(env: dict) -> list[tuple[str, str]]:
+    """(item, value) pairs of one trial's env.json, in a stable order; values are strings."""
+    items: list[tuple[str, object]] = []
+    container = env.get("container", "none")
+    if isinstance(container, dict):
+        label = container.get("label") or {}
+        items += [("container", container.get("reference") or container.get("image_file")),
+                  ("image digest", container.get("digest")),
+                  ("image tag", container.get("tag")),
+                  ("image base", label.get("base_image")),
+                  ("image built", label.get("built_at"))]
+    else:
+        items += [("container", "none"), ("image digest", "none (native run, no image)")]
+    build = env.get("framework_build") or {}
+    items += [("python", env.get("python")),
+              ("framework version", env.get("framework_version")),
+              ("framework CUDA (build)", env.get("cuda")),
+              ("framework cuDNN (build)", env.get("cudnn")),
+              ("framework git version", build.get("git_version")),
+              ("framework compiler", build.get("compiler"))]
+    for key, value in sorted((build.get("build_info") or {}).items()):
+        items.append((f"framework build_info {key}", value))
+    for lib in env.get("loaded_libraries") or []:
+        items.append((f"loaded {lib['name']}",
+                      lib.get("package") or lib.get("version") or lib.get("realpath")))
+    gpus = env.get("gpus") or {}
+    devices = gpus.get("devices") or []
+    items += [("NVIDIA driver", gpus.get("driver") or gpus.get("reason")),
+              ("GPU count", gpus.get("count")),
+              ("GPU names", ", ".join(sorted({d["name"] for d in devices})) or None)]
+    cpu, osys = env.get("cpu") or {}, env.get("os") or {}
+    items += [("CPU model", cpu.get("model") or env.get("cpu_model")),
+              ("CPU logical cores", cpu.get("logical_cores") or env.get("cpu_count")),
+              ("memory bytes", env.get("memory_bytes")),
+              ("OS", osys.get("name") or env.get("platform")),
+              ("kernel", osys.get("kernel")),
+              ("libc", osys.get("libc"))]
+    workflow = env.get("workflow") or {}
+    items += [("workflow commit", workflow.get("git_commit")),
+              ("workflow dirty", workflow.get("git_dirty"))]
+    for name, value in (env.get("environment_variables") or {}).items():
+        items.append((f"env {name}", value))
+    for name, version in (env.get("packages") or {}).items():
+        items.append((f"package {name}", version))
+    return [(item, "" if value is None else str(value)) for item, value in items]
+
+
+def environment_key(env: dict) -> str:
+    """The environment a trial ran in: its image reference, or the native host."""
+    container = env.get("container", "none")
+    if isinstance(container, dict):
+        return container.get("reference") or container.get("image_file") or "unknown image"
+    return f"native on {env.get('hostname', 'unknown host')}"
+
+
+def versions_table(trials: list[tuple[str, dict]]) -> list[dict]:
+    """One row per framework, environment, item and distinct value, with its trial count.
+
+    ``trials`` holds ``(framework, env)`` per trial. An item with two values in one environment
+    gets two rows: the trials disagree, and the table shows it.
+    """
+    counts: dict[tuple, int] = {}
+    order: dict[str, int] = {}
+    for framework, env in trials:
+        for item, value in audit_items(env):
+            order.setdefault(item, len(order))
+            key = (framework, environment_key(env), item, value)
+            counts[key] = counts.get(key, 0) + 1
+    rows = [dict(zip(AUDIT_FIELDS, (*key, n))) for key, n in counts.items()]
+    return sorted(rows, key=lambda r: (r["framework"], r["environment"], order[r["item"]],
+                                       r["value"]))
+
+
+def diff_versions(this: list[dict], other: list[dict]) -> list[dict]:
+    """What differs between two runs' version tables, per framework and item."""
+    def values(rows):
+        found: dict[tuple, set] = {}
+        for r in rows:
+            found.setdefault((r["framework"], r["item"]), set()).add(r["value"])
+        return found
+
+    a, b = values(this), values(other)
+    rows = []
+    for key in sorted(a.keys() | b.keys()):
+        if a.get(key) == b.get(key):
+            continue
+        change = "changed" if key in a and key in b else (
+            "only in this run" if key in a else "only in the other run")
+        rows.append(dict(zip(DIFF_FIELDS, (*key, change, " | ".join(sorted(a.get(key, ()))),
+                                           " | ".join(sorted(b.get(key, ())))))))
+    return rows
+
+
+def read_csv(path) -> list[dict]:
+    import csv
+
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def write_csv(rows: list[dict], fields: list[str], path) -> None:
+    """Write atomically (temporary file, then rename)."""
+    import csv
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(rows)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def audited_runs(results: str | os.PathLike = "results", exclude: str | None = None) -> list[str]:
+    """Runs under ``results`` whose versions table exists (results/<run>/audit/versions.csv)."""
+    return sorted(p.parent.parent.name for p in Path(results).glob("*/audit/versions.csv")
+                  if p.parent.parent.name != exclude)
+
+
+def _load_trial_env(env_path: str) -> tuple[str, dict]:
+    """(framework, env) of one trial: the framework from its validated result file beside it."""
+    from fwbench import results
+
+    result = results.load_trial(env_path.removesuffix(".env.json") + ".json")
+    with open(env_path) as f:
+        return result["cell"]["framework"], json.load(f)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m fwbench.provenance versions|diff`` — the audit rules' commands."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m fwbench.provenance", description=main.__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    versions = commands.add_parser("versions", help="versions table of one run's trials")
+    versions.add_argument("--out", required=True, help="versions.csv to write")
+    versions.add_argument("envs", nargs="*", help="trial-<k>.env.json files")
+    diff = commands.add_parser("diff", help="what differs between two versions tables")
+    diff.add_argument("--out", required=True, help="diff CSV to write")
+    diff.add_argument("this", help="this run's versions.csv")
+    diff.add_argument("other", help="the other run's versions.csv")
+    args = parser.parse_args(argv)
+    if args.command == "versions":
+        rows = versions_table([_load_trial_env(p) for p in args.envs])
+        write_csv(rows, AUDIT_FIELDS, args.out)
+        print(f"{len(args.envs)} trials, {len(rows)} rows -> {args.out}", file=sys.stderr)
+    else:
+        rows = diff_versions(read_csv(args.this), read_csv(args.other))
+        write_csv(rows, DIFF_FIELDS, args.out)
+        print(f"{len(rows)} differences -> {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Provenance behind every number: env.json contents, loaded libraries, and the version audit."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from fwbench import provenance
+from tests.conftest import REPO
+
+
+def test_environment_records_software_machine_and_workflow():
+    env = provenance.environment()
+    json.dumps(env)                                   # env.json is plain JSON
+    assert env["container"] == "none"                 # natively
+    assert env["python"] == sys.version.split()[0]
+    assert env["packages"]["pyyaml"] and env["packages"]["torch"] == "2.14.1"
+    assert env["os"]["kernel"] and env["os"]["name"]
+    assert env["cpu"]["model"] == env["cpu_model"] and env["cpu"]["logical_cores"] >= 1
+    assert env["memory_bytes"] > 0
+    assert env["workflow"]["git_commit"] and isinstance(env["workflow"]["git_dirty"], bool)
+    assert env["gpus"]["available"] is False and "NVML" in env["gpus"]["reason"]
+
+
+def test_gpus_through_nvml_driver_names_uuids_count():
+    gpus = provenance.gpu_info("tests.fakes.nvml:two_gpus")
+    assert gpus["available"] and gpus["count"] == 2 and gpus["driver"]
+    assert len({d["uuid"] for d in gpus["devices"]}) == 2
+    assert all(d["name"] and d["memory_total_bytes"] > 0 for d in gpus["devices"])
+    assert provenance.gpu_info("tests.fakes.nvml:no_library")["reason"].startswith("NVML library")
+
+
+def test_behaviour_variables_are_recorded_and_secrets_are_not():
+    environ = {"CUDA_VISIBLE_DEVICES": "0", "TF_ENABLE_ONEDNN_OPTS": "0", "OMP_NUM_THREADS": "2",
+               "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "XLA_FLAGS": "--x",
+               "LD_LIBRARY_PATH": "/usr/lib", "HOME": "/root", "PATH": "/bin",
+               "TF_TOKEN_app_terraform_io": "secret", "TF_VAR_password": "secret",
+               "NCCL_AUTH_TOKEN": "secret", "FWBENCH_IMAGE_LABEL": "/opt/fwbench/image.json"}
+    recorded = provenance.behaviour_variables(environ)
+    assert set(recorded) == {"CUDA_VISIBLE_DEVICES", "TF_ENABLE_ONEDNN_OPTS", "OMP_NUM_THREADS",
+                             "PYTORCH_CUDA_ALLOC_CONF", "XLA_FLAGS", "LD_LIBRARY_PATH",
+                             "FWBENCH_IMAGE_LABEL"}
+
+
+def test_git_state_falls_back_to_what_the_workflow_exported(tmp_path, monkeypatch):
+    monkeypatch.delenv(provenance.GIT_STATE_VARIABLE, raising=False)
+    assert provenance.git_state(tmp_path) == {"git_commit": None, "git_dirty": None}
+    monkeypatch.setenv(provenance.GIT_STATE_VARIABLE, json.dumps({"git_commit": "abc",
+                                                                  "git_dirty": False}))
+    assert provenance.git_state(tmp_path) == {"git_commit": "abc", "git_dirty": False}
+
+
+def test_loaded_libraries_read_from_the_process_maps(tmp_path):
+    maps = tmp_path / "maps"
+    maps.write_text(
+        "7f0-7f1 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libcuda.so.580.65.06\n"
+        "7f1-7f2 r-xp 00000000 08:01 2 /opt/venv/lib/python3.11/site-packages/nvidia/cudnn/"
+        "lib/libcudnn.so.9\n"
+        "7f2-7f3 r--p 00001000 08:01 2 /opt/venv/lib/python3.11/site-packages/nvidia/cudnn/"
+        "lib/libcudnn.so.9\n"
+        "7f3-7f4 r-xp 00000000 08:01 3 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+        "7f4-7f5 rw-p 00000000 00:00 0 [heap]\n")
+    libs = {lib["name"]: lib for lib in provenance.loaded_libraries(maps)}
+    assert set(libs) == {"libcuda.so.580.65.06", "libcudnn.so.9"}     # once each, no libc
+    assert libs["libcuda.so.580.65.06"]["version"] == "580.65.06"      # the driver's own
+    assert libs["libcudnn.so.9"]["version"] == "9"
+
+
+def test_framework_runtime_in_a_process_that_ran_pytorch():
+    code = ("import json, torch; from fwbench import provenance; "
+            "torch.nn.Linear(2, 2)(torch.ones(1, 2)); "
+            "r = provenance.framework_runtime('pytorch'); r['framework_build'].pop('config'); "
+            "print(json.dumps(r))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, check=True)
+    runtime = json.loads(proc.stdout.splitlines()[-1])
+    build = runtime["framework_build"]
+    assert build["version"].startswith("2.14.1") and build["cuda"] and "cudnn" in build
+    libs = {lib["name"]: lib for lib in runtime["loaded_libraries"]}
+    assert libs["libtorch_cpu.so"]["package"] == "torch==2.14.1"
+    assert provenance.framework_runtime("tensorflow")["framework_build"]["unavailable"]
+
+
+def _env(container, **change) -> dict:
+    env = {"hostname": "h", "python": "3.11.7", "framework_version": "2.14.1", "cuda": "13.0",
+           "cudnn": 92400, "container": container, "packages": {"torch": "2.14.1", "numpy": "2.4.6"},
+           "gpus": {"available": True, "driver": "580.65.06", "count": 1,
+                    "devices": [{"name": "H100", "uuid": "GPU-1"}]},
+           "cpu": {"model": "EPYC", "logical_cores": 16}, "os": {"name": "Debian", "kernel": "6.1"},
+           "workflow": {"git_commit": "abc", "git_dirty": False},
+           "loaded_libraries": [{"name": "libcudnn.so.9", "version": "9",
+                                 "package": "nvidia-cudnn-cu13==9.24.0.43"}],
+           "environment_variables": {"CUDA_VISIBLE_DEVICES": "0"}}
+    env.update(change)
+    return env
+
+
+IMAGE = {"reference": "docker://r/p@sha256:" + "1" * 64, "digest": "sha256:" + "1" * 64,
+         "tag": "r/p:t", "label": {"base_image": "python@sha256:" + "2" * 64}}
+
+
+def test_versions_table_per_framework_environment():
+    rows = provenance.versions_table([("pytorch", _env(IMAGE)), ("pytorch", _env(IMAGE)),
+                                      ("tensorflow", _env("none", framework_version="2.21.0"))])
+    by = {(r["framework"], r["item"]): r for r in rows}
+    assert by[("pytorch", "image digest")]["value"] == IMAGE["digest"]
+    assert by[("pytorch", "image digest")]["environment"] == IMAGE["reference"]
+    assert by[("pytorch", "image digest")]["trials"] == 2
+    assert by[("pytorch", "loaded libcudnn.so.9")]["value"] == "nvidia-cudnn-cu13==9.24.0.43"
+    assert by[("pytorch", "package numpy")]["value"] == "2.4.6"
+    assert by[("tensorflow", "container")]["value"] == "none"
+    assert by[("tensorflow", "container")]["environment"] == "native on h"
+    assert by[("pytorch", "NVIDIA driver")]["value"] == "580.65.06"
+
+
+def test_trials_that_disagree_show_two_rows():
+    rows = provenance.versions_table([("pytorch", _env(IMAGE)),
+                                      ("pytorch", _env(IMAGE, cuda="12.8"))])
+    assert sorted(r["value"] for r in rows if r["item"] == "framework CUDA (build)") == \
+        ["12.8", "13.0"]
+
+
+def test_diff_between_two_runs_names_what_changed(tmp_path):
+    this = provenance.versions_table([("pytorch", _env(IMAGE))])
+    other_image = {**IMAGE, "digest": "sha256:" + "3" * 64, "reference": "docker://r/p@x"}
+    other = provenance.versions_table([("pytorch", _env(other_image, packages={"torch": "2.14.0"}))])
+    diff = {(r["framework"], r["item"]): r for r in provenance.diff_versions(this, other)}
+    assert diff[("pytorch", "image digest")]["change"] == "changed"
+    assert diff[("pytorch", "package torch")]["other_run"] == "2.14.0"
+    assert diff[("pytorch", "package numpy")]["change"] == "only in this run"
+    assert ("pytorch", "python") not in diff
+    assert provenance.diff_versions(this, this) == []
+
+
+def test_audit_tables_round_trip_and_diff_command(tmp_path):
+    rows = provenance.versions_table([("pytorch", _env(IMAGE)), ("tensorflow", _env("none"))])
+    out = tmp_path / "versions.csv"
+    provenance.write_csv(rows, provenance.AUDIT_FIELDS, out)
+    assert [dict(r, trials=int(r["trials"])) for r in provenance.read_csv(out)] == rows
+    assert provenance.main(["diff", "--out", str(tmp_path / "d.csv"), str(out), str(out)]) == 0
+    with open(tmp_path / "d.csv") as f:
+        assert list(csv.reader(f)) == [provenance.DIFF_FIELDS]
