@@ -16,7 +16,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from fwbench import provenance, results, telemetry
+from fwbench import images, provenance, results, telemetry
 from fwbench.cells import Cell
 from fwbench.errors import Unsupported
 from fwbench.harness import Adaptive, measure
@@ -43,6 +43,7 @@ def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=N
         run_trial(plan.trial_settings(trial), "trial-1.json", "trial-1.env.json",
                   "trial-1.telemetry.csv", "results/default/environment/idle.json")
     """
+    images.check_runtime(settings["cell"]["framework"], settings.get("images"))  # where it runs
     cell = Cell.from_dict(settings["cell"])
     options = settings["telemetry"]
     uuids = telemetry.visible_gpu_uuids()[:1] if cell.device == "cuda" else []
