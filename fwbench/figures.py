@@ -59,6 +59,7 @@ class Figure:
     file: str | None = None
     reason: str | None = None
     source: str | None = None
+    narrow: bool = False  # half the page width is enough (small box plots)
 
 
 def missing(value) -> bool:
@@ -339,31 +340,111 @@ def _throughput_columns(part):
 # --- box plots of per-trial times (florencio2019 Fig. 4 and 5) -----------------------------
 
 def trial_boxplots(trials, folder: Path, *, key: str, title: str, select: dict, source=None,
-                   absent: str = "", note: str = "") -> Figure:
-    """Box plots of each trial's median iteration time, one box per framework.
+                   absent: str = "", note: str = "", column: str = "median_ns",
+                   label: str | None = None) -> Figure:
+    """Box plots of one per-trial value, one box per framework (default: median iteration time).
 
-    ``select`` keeps the cells; ``note`` completes the caption (what the time stands for).
+    ``select`` keeps the cells; ``label`` names the y axis of any ``column`` other than a time;
+    ``note`` completes the caption (what the value stands for).
     """
     frame = _select(trials, select)
-    if not frame.empty:
-        frame = frame[(frame["status"] == "ok") & frame["median_ns"].notna()]
-    if frame.empty:
+    if not frame.empty and column in frame:
+        frame = frame[(frame["status"] == "ok") & frame[column].notna()]
+    if frame.empty or column not in frame:
         return Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
-    seconds = frame["median_ns"].astype(float) / 1e9
-    unit, scale = ("s", 1.0) if seconds.max() >= 1 else ("ms", 1e3)
+    values = frame[column].astype(float)
+    if column.endswith("_ns"):
+        values = values / 1e9
+        unit, scale = ("s", 1.0) if values.max() >= 1 else ("ms", 1e3)
+        label, values = f"time ({unit})", values * scale
     with rc_context(RC):
         fig = _new(3.3, 2.4)
         ax = fig.add_subplot()
         names = [f for f in ("tensorflow", "pytorch") if f in set(frame["framework"])]
-        data = [seconds[frame["framework"] == f] * scale for f in names]
+        data = [values[frame["framework"] == f] for f in names]
         box = ax.boxplot(data, tick_labels=[FRAMEWORK_LABELS[f] for f in names],
                          patch_artist=True, widths=0.5, medianprops={"color": "black"})
         for patch, name in zip(box["boxes"], names):
             patch.set_facecolor(FRAMEWORK_COLOURS[name])
             patch.set_alpha(0.5)
-        ax.set_ylabel(f"time ({unit})")
+        ax.set_ylabel(label or column)
         file = _save(fig, folder, f"{key}.svg")
     fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(frame).items())
-    caption = (f"{title}: one value per trial (a fresh process), its median iteration time; box "
-               f"plots per framework ({len(frame)} trials; {fixed}). {note}").strip()
+    caption = (f"{title}: one value per trial (a fresh process); box plots per framework "
+               f"({len(frame)} trials; {fixed}). {note}").strip()
+    return Figure(key, title, caption, file=file, source=source, narrow=True)
+
+
+# --- a per-trial telemetry value against batch size (patel2023 Fig. 5) -----------------------
+
+def metric_vs_batch(trials, folder: Path, *, key: str, title: str, column: str, label: str,
+                    select: dict, source=None, absent: str = "") -> Figure:
+    """Median over trials of ``column`` against batch size, one line per model and framework,
+    with the range of the trials as error bars."""
+    frame = _select(trials, select)
+    if not frame.empty and column in frame:
+        frame = frame[(frame["status"] == "ok") & frame[column].notna()]
+    if frame.empty or column not in frame or frame["batch_size"].nunique() < 2:
+        return Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
+    with rc_context(RC):
+        fig = _new(6.8, 2.6)
+        ax = fig.add_subplot()
+        for (model, framework), group in frame.groupby(["model", "framework"], sort=True):
+            stats = group.groupby("batch_size")[column].agg(["median", "min", "max"])
+            batch = stats.index.astype(float)
+            ax.errorbar(batch, stats["median"], yerr=[stats["median"] - stats["min"],
+                                                      stats["max"] - stats["median"]],
+                        color=FRAMEWORK_COLOURS.get(str(framework), "#444444"), marker="o",
+                        markersize=3.5, capsize=2, linewidth=1,
+                        label=f"{FRAMEWORK_LABELS.get(str(framework), framework)} {model}")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("batch size")
+        ax.set_ylabel(label)
+        ax.grid(which="both", color="#eeeeee", linewidth=0.5)
+        fig.legend(loc="outside right upper", frameon=False)
+        file = _save(fig, folder, f"{key}.svg")
+    fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(frame).items()
+                      if k not in ("model", "framework"))
+    caption = (f"{title}: median over trials of each trial's {label}, per model and framework; "
+               f"bars: range over the trials ({fixed}).")
     return Figure(key, title, caption, file=file, source=source)
+
+
+# --- a per-trial value per cell: energy per sample ----------------------------------------
+
+def per_cell_metric(trials, folder: Path, *, key: str, title: str, column: str, label: str,
+                    absent: str = "") -> Figure:
+    """Median over trials of ``column`` per cell and framework, with the trials' range. Log."""
+    frame = trials
+    if not frame.empty and column in frame:
+        frame = frame[(frame["status"] == "ok") & frame[column].notna()]
+        frame = frame[frame[column].astype(float) > 0]
+    if frame.empty or column not in frame:
+        return Figure(key, title, "", reason=f"Not drawn: {absent}.")
+    frame = _sort_pairs(frame)
+    pairs = frame.drop_duplicates("pair_id")
+    varying = varying_axes(pairs)
+    rows = {pid: i for i, pid in enumerate(pairs["pair_id"])}
+    with rc_context(RC):
+        fig = _new(6.8, 0.9 + 0.22 * len(pairs))
+        ax = fig.add_subplot()
+        for framework, offset in (("pytorch", -0.17), ("tensorflow", 0.17)):
+            part = frame[frame["framework"] == framework]
+            if part.empty:
+                continue
+            stats = part.groupby("pair_id", sort=False)[column].agg(["median", "min", "max"])
+            y = [rows[p] + offset for p in stats.index]
+            ax.errorbar(stats["median"], y, xerr=[stats["median"] - stats["min"],
+                                                  stats["max"] - stats["median"]],
+                        fmt="o", markersize=3.5, capsize=2, linewidth=1,
+                        color=FRAMEWORK_COLOURS[framework], label=FRAMEWORK_LABELS[framework])
+        ax.set_xscale("log")
+        ax.set_yticks(range(len(pairs)), [pair_label(r, varying) for _, r in pairs.iterrows()])
+        ax.set_ylim(len(pairs) - 0.5, -0.5)
+        ax.set_xlabel(f"{label} (log scale)")
+        ax.grid(axis="x", which="both", color="#eeeeee", linewidth=0.5)
+        fig.legend(loc="outside lower center", frameon=False, ncols=2)
+        file = _save(fig, folder, f"{key}.svg")
+    caption = (f"{title}: median over trials of each trial's {label}, per cell and framework; "
+               "bars: range over the trials. Log scale.")
+    return Figure(key, title, caption, file=file)

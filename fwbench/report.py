@@ -42,7 +42,8 @@ FRAMEWORK_LABELS = figs.FRAMEWORK_LABELS
 PAPERS = ["patel2023", "dai2022", "florencio2019", "tian2020", "sumanjali2024"]
 VERDICTS = ["confirmed", "contradicted", "equivalent", "inconclusive", "not measured",
             "untestable"]
-CLAIM_KINDS = {"direction", "mixed", "batch_trend", "normality", "pending", "untestable"}
+CLAIM_KINDS = {"direction", "mixed", "batch_trend", "normality", "telemetry", "power_batch",
+               "pending", "untestable"}
 SELECT_AXES = set(figs.PAIR_AXES)
 
 # Provenance columns the trials table may carry; each one absent is named in the version audit.
@@ -295,7 +296,8 @@ def _figure(numbering: Numbering, figure: figs.Figure, href: str) -> dict:
     return {"key": figure.key, "title": figure.title, "caption": figure.caption,
             "source": figure.source, "reason": figure.reason,
             "src": f"{href}/{figure.file}" if figure.file else None,
-            "number": numbering.next("figure") if figure.file else None}
+            "number": numbering.next("figure") if figure.file else None,
+            "narrow": figure.narrow}
 
 
 # --- facts of the run ---------------------------------------------------------------------------
@@ -392,6 +394,13 @@ def warnings(data: Inputs, soft: list[dict]) -> list[str]:
         n = int(trials["git_dirty"].fillna(False).astype(bool).sum())
         out.append(f"{n} trial(s) ran from a work tree with uncommitted changes: their commit "
                    "does not identify the code that measured them.")
+    if "measured_together" in trials and "pair_id" in trials:
+        apart = trials[trials["measured_together"].eq(False)]["pair_id"].dropna().unique()
+        if len(apart):
+            out.append(f"{len(apart)} cell group(s) were not measured together (a partial "
+                       "re-run measured one side later, or out of the planned order), so drift "
+                       "can favour one framework: " + _join(f"`{p}`" for p in sorted(apart)[:5])
+                       + (" …" if len(apart) > 5 else "") + ".")
     threads = {s["threads_intra"] for s in soft}
     if len(threads) > 1:
         out.append("The frameworks ran with different intra-op thread counts ("
@@ -707,12 +716,14 @@ def load_claims(path: str = str(CLAIMS_PATH)) -> dict:
 
 
 def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFrame,
-                   tests: pd.DataFrame | None = None) -> dict:
+                   tests: pd.DataFrame | None = None, trials: pd.DataFrame | None = None) -> dict:
     """The verdict on one published claim: {verdict, ours, notes}.
 
     ``direction`` and ``mixed`` read the comparisons; ``batch_trend`` reads the statistics'
-    trend tests (Jonckheere-Terpstra) or, without them, the cell statistics; ``pending`` and
-    ``untestable`` say why no verdict is possible.
+    trend tests (Jonckheere-Terpstra) or, without them, the cell statistics; ``normality``,
+    ``telemetry`` and ``power_batch`` read the statistics' replications of the papers' tests
+    (and the trials' telemetry values); ``pending`` and ``untestable`` say why no verdict is
+    possible.
     """
     test = claim["test"]
     kind = test["kind"]
@@ -721,6 +732,8 @@ def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFr
     if kind == "pending":
         return {"verdict": "not measured", "ours": f"not measured in this run: needs "
                 f"{test['needs']}", "notes": []}
+    if kind == "power_batch":
+        return _judge_power(tests)
     if kind == "batch_trend" and tests is not None:
         from_tests = _trend_from_tests(tests)
         if from_tests:
@@ -732,6 +745,9 @@ def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFr
                 "notes": notes}
     if kind == "normality":
         verdict, ours = _judge_normality(rows, tests)
+        return {"verdict": verdict, "ours": ours, "notes": notes}
+    if kind == "telemetry":
+        verdict, ours = _judge_telemetry(rows, claim, trials, tests)
         return {"verdict": verdict, "ours": ours, "notes": notes}
     judge = {"direction": _judge_direction, "mixed": _judge_mixed,
              "batch_trend": _judge_batch_trend}[kind]
@@ -851,6 +867,65 @@ def _judge_normality(pairs: pd.DataFrame, tests: pd.DataFrame | None) -> tuple[s
     return verdict, "; ".join(counts) + " samples"
 
 
+def _judge_telemetry(pairs: pd.DataFrame, claim: dict, trials: pd.DataFrame | None,
+                     tests: pd.DataFrame | None) -> tuple[str, str]:
+    """A florencio2019 telemetry claim: per pair, the frameworks' medians of one per-trial value
+    and the statistics' Mann-Whitney test over trials (florencio2019 rows, unpaired, sound)."""
+    test = claim["test"]
+    column, expect = test["metric"], test["expect"]
+    trials = trials if trials is not None else pd.DataFrame()
+    values = trials[trials["pair_id"].astype(str).isin(set(pairs["pair_id"]))] \
+        if "pair_id" in trials else trials
+    if column not in values or values[column].notna().sum() == 0:
+        return "not measured", f"not measured in this run: {telemetry_absent(values, column)}"
+    decided = {}
+    if tests is not None and {"scope", "metric", "variant", "decision"} <= set(tests.columns):
+        sound = tests[(tests["metric"] == column)
+                      & (tests["variant"] == "unpaired, trials (sound)")]
+        decided = dict(zip(sound["scope"].astype(str), sound["decision"]))
+    outcomes, texts = [], []
+    for pair_id, group in values[values[column].notna()].groupby("pair_id", sort=True):
+        medians = group.groupby("framework")[column].median()
+        if not {"pytorch", "tensorflow"} <= set(medians.index):
+            continue
+        pt, tf = float(medians["pytorch"]), float(medians["tensorflow"])
+        significant = decided.get(str(pair_id)) == "reject H0"
+        higher = "pytorch_higher" if pt > tf else "tensorflow_higher"
+        outcomes.append(higher if significant else "no_difference")
+        texts.append(f"PyTorch {sig(pt)} against TensorFlow {sig(tf)} "
+                     f"({'different' if significant else 'no significant difference'})")
+    if not outcomes:
+        return "not measured", ("not measured in this run: no pair has the value for both "
+                                "frameworks")
+    n, agree = len(outcomes), outcomes.count(expect)
+    if expect == "no_difference":
+        verdict = "contradicted" if agree < n else "inconclusive"
+    else:
+        opposite = "tensorflow_higher" if expect == "pytorch_higher" else "pytorch_higher"
+        verdict = ("confirmed" if agree == n else
+                   "contradicted" if outcomes.count(opposite) and not agree else "inconclusive")
+    label = TELEMETRY_LABELS.get(column, column)
+    return verdict, f"{label}, medians over trials: " + "; ".join(texts)
+
+
+def _judge_power(tests: pd.DataFrame | None) -> dict:
+    """patel2023's "batch size does not affect power": the statistics' TOST equivalence rows."""
+    rows = pd.DataFrame()
+    if tests is not None and {"source", "test", "decision"} <= set(tests.columns):
+        rows = tests[(tests["source"] == "patel2023")
+                     & tests["test"].astype(str).str.startswith("TOST")
+                     & (tests["decision"] != "skipped")]
+    if rows.empty:
+        return {"verdict": "not measured", "notes": [],
+                "ours": "not measured in this run: no inference cell has GPU power values at "
+                        "two batch sizes or more (NVML on an NVIDIA GPU)"}
+    shown = int((rows["decision"] == "equivalent").sum())
+    verdict = "confirmed" if shown == len(rows) else "inconclusive"
+    return {"verdict": verdict, "notes": [],
+            "ours": f"TOST equivalence of power across batch sizes (±rope): shown in {shown} of "
+                    f"{len(rows)} model and framework series"}
+
+
 def _trend_from_tests(tests: pd.DataFrame) -> dict | None:
     """The batch-size claim judged by the statistics' decreasing-trend tests, if they ran."""
     if not {"source", "test", "decision"} <= set(tests.columns):
@@ -906,7 +981,8 @@ def claims_section(numbering: Numbering, data: Inputs) -> dict:
     catalog = load_claims()
     rows, per_paper, counts = [], {}, {v: 0 for v in VERDICTS}
     for claim in catalog["claims"]:
-        result = evaluate_claim(claim, data.comparisons, data.cell_stats, data.tests)
+        result = evaluate_claim(claim, data.comparisons, data.cell_stats, data.tests,
+                                data.trials)
         counts[result["verdict"]] += 1
         row = {**claim, **result, "verdict_class": result["verdict"].replace(" ", "-"),
                "differences": " ".join([*result["notes"], claim["differences"]]).strip()}
@@ -924,32 +1000,82 @@ def claims_section(numbering: Numbering, data: Inputs) -> dict:
 
 # --- figures ------------------------------------------------------------------------------------
 
+# Per-trial telemetry columns of the trials table (fwbench.results.TELEMETRY_COLUMNS).
+TELEMETRY_LABELS = {
+    "power_w_mean": "mean GPU power (W)",
+    "energy_per_sample_j": "energy per sample (J)",
+    "gpu_temp_c_max": "highest GPU temperature (°C)",
+    "cpu_temp_c_max": "highest CPU temperature (°C)",
+    "gpu_util_mean": "mean GPU utilization (%)",
+    "cpu_util_mean": "mean CPU utilization (%)",
+}
+TELEMETRY_SOURCES = {"power_w_mean": "NVML on an NVIDIA GPU",
+                     "energy_per_sample_j": "NVML on an NVIDIA GPU",
+                     "gpu_temp_c_max": "NVML on an NVIDIA GPU",
+                     "gpu_util_mean": "NVML on an NVIDIA GPU",
+                     "cpu_temp_c_max": "psutil, where the machine exposes a sensor",
+                     "cpu_util_mean": "psutil"}
+
+
+def telemetry_absent(trials: pd.DataFrame, column: str) -> str:
+    """Why a telemetry figure or claim has no data: no column, or no trial with a value."""
+    label, source = TELEMETRY_LABELS[column], TELEMETRY_SOURCES[column]
+    if column not in trials:
+        return (f"the trials table has no `{column}` column: this run recorded no telemetry "
+                f"({label} comes from {source})")
+    devices = _join(_unique(trials, "device")) or "no device"
+    return (f"no trial recorded its {label} ({source}; this run measured on {devices})")
+
+
 def make_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, figs.Figure]:
     """Every figure of the report, in document order, drawn into ``folder`` or left out."""
     comparisons, stats, trials = data.comparisons, data.cell_stats, data.trials
-    no_telemetry = ("this run's statistics carry no telemetry columns (GPU power, temperature "
-                    "and utilization come from NVML on an NVIDIA GPU; CPU temperature and "
-                    "utilization from psutil)")
-    devices = _join(_unique(trials, "device")) or "no device"
-    left_out = {
-        "flops": figs.Figure("achieved_flops", "Achieved FLOP/s and fraction of peak", "",
-                             reason="Not drawn: the tables carry no FLOP count per model and no "
-                                    "peak rate per device yet."),
-        "energy": figs.Figure("energy_per_sample", "Energy per sample", "",
-                              reason=f"Not drawn: {no_telemetry}."),
-        "telemetry": figs.Figure("telemetry_trace", "Telemetry trace of one trial", "",
-                                 reason="Not drawn: the tables carry no telemetry time series "
-                                        "yet (the trial's telemetry.csv side file)."),
-    }
     out = {
         "relative_time": figs.relative_time(comparisons, failures, folder, title="Relative time",
                                             absent="the statistics hold no matched pair"),
         "throughput": figs.throughput(stats, folder),
         "inference_vs_batch": figs.time_vs_batch(stats, folder, source="patel2023 Fig. 4"),
-        **left_out,
-        **_paper_figures(data, folder, failures, devices, no_telemetry),
+        "energy": figs.per_cell_metric(
+            trials, folder, key="energy_per_sample", title="Energy per sample",
+            column="energy_per_sample_j", label=TELEMETRY_LABELS["energy_per_sample_j"],
+            absent=telemetry_absent(trials, "energy_per_sample_j")),
+        "flops": figs.Figure("achieved_flops", "Achieved FLOP/s and fraction of peak", "",
+                             reason="Not drawn: the tables carry no FLOP count per model and no "
+                                    "peak rate per device yet."),
+        "telemetry": figs.Figure("telemetry_trace", "Telemetry trace of one trial", "",
+                                 reason="Not drawn: the report reads tables only, and the tables "
+                                        "carry no telemetry time series yet (each trial's "
+                                        "telemetry.csv side file holds it)."),
     }
+    out.update(_patel_figures(data, folder, failures))
+    out.update(_florencio_figures(data, folder))
+    out["tian"] = figs.Figure(
+        "tian2020", "Training, inference and first-epoch times, accuracy per epoch, "
+        "confusion matrix", "", source="tian2020 Figures 1–9",
+        reason="Not drawn: they need the `convergence` experiment (CIFAR-10 training to "
+               "accuracy), which this version of fwbench does not run.")
     return out
+
+
+# The figures each paper section shows, in order (patel2023 Fig. 4 is the results' figure).
+PAPER_FIGURES = {
+    "patel2023": ["patel_fig1", "patel_fig2", "patel_fig3", "patel_fig5"],
+    "dai2022": [],
+    "florencio2019": [f"florencio_fig{n}" for n in range(4, 14)],
+    "tian2020": ["tian"],
+    "sumanjali2024": [],
+}
+
+
+def _left_out(figures: dict, keys: list[str]) -> list[dict]:
+    """The figures of ``keys`` that were not drawn, those sharing a reason said once."""
+    groups: dict[str, list[figs.Figure]] = {}
+    for key in keys:
+        if figures[key].file is None:
+            groups.setdefault(figures[key].reason, []).append(figures[key])
+    return [{"titles": "; ".join(f"{f.title} ({f.source})" if f.source else f.title
+                                 for f in group), "reason": reason}
+            for reason, group in groups.items()]
 
 
 def _preferred(trials: pd.DataFrame, select: dict) -> pd.DataFrame:
@@ -966,9 +1092,9 @@ def _preferred(trials: pd.DataFrame, select: dict) -> pd.DataFrame:
     return frame
 
 
-def _paper_figures(data: Inputs, folder: Path, failures: dict, devices: str,
-                   no_telemetry: str) -> dict[str, figs.Figure]:
+def _patel_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, figs.Figure]:
     comparisons, trials = data.comparisons, data.trials
+    devices = _join(_unique(trials, "device")) or "no device"
 
     def relative(number: int, phase: str, device: str, title: str) -> figs.Figure:
         where = "a GPU" if device == "cuda" else "the CPU"
@@ -977,35 +1103,50 @@ def _paper_figures(data: Inputs, folder: Path, failures: dict, devices: str,
             source=f"patel2023 Fig. {number}", select={"phase": phase, "device": device},
             absent=f"this run has no {phase} pair on {where} (it measured {devices})")
 
-    lenet = _preferred(trials, {"model": "lenet5", "batch_size": "100"})
-    lenet_absent = ("this run has no LeNet-5 cell at batch 100 (presets/florencio2019.yaml "
-                    "measures them: 600 steps of batch 100 per trial, 100 trials)")
-    lenet_note = ("The paper timed whole epochs of 600 steps over MNIST; these are median "
-                  "step times (600 steps per trial in the preset) on synthetic data of MNIST's "
-                  "shape, so data loading is left out.")
-
-    def lenet_box(number: int, phase: str, title: str) -> figs.Figure:
-        return figs.trial_boxplots(lenet, folder, key=f"florencio2019_fig{number}", title=title,
-                                   select={"phase": phase}, source=f"florencio2019 Fig. {number}",
-                                   absent=lenet_absent, note=lenet_note)
-
+    infer = _preferred(trials, {"phase": "infer"})
+    power = "power_w_mean"
     return {
         "patel_fig1": relative(1, "train", "cuda", "Relative training time on the GPU"),
         "patel_fig2": relative(2, "infer", "cuda", "Relative inference time on the GPU"),
         "patel_fig3": relative(3, "infer", "cpu", "Relative inference time on the CPU"),
-        "patel_fig5": figs.Figure("patel2023_fig5", "Power against batch size", "",
-                                  source="patel2023 Fig. 5", reason=f"Not drawn: {no_telemetry}."),
-        "florencio_fig4": lenet_box(4, "train", "LeNet-5 training step time"),
-        "florencio_fig5": lenet_box(5, "infer", "LeNet-5 inference batch time"),
-        "florencio_fig6_13": figs.Figure(
-            "florencio2019_fig6_13", "GPU and CPU temperature and utilization", "",
-            source="florencio2019 Fig. 6–13", reason=f"Not drawn: {no_telemetry}."),
-        "tian": figs.Figure(
-            "tian2020", "Training, inference and first-epoch times, accuracy per epoch, "
-            "confusion matrix", "", source="tian2020 Figures 1–9",
-            reason="Not drawn: they need the `convergence` experiment (CIFAR-10 training to "
-                   "accuracy), which this version of fwbench does not run."),
+        "patel_fig5": figs.metric_vs_batch(
+            infer, folder, key="patel2023_fig5", title="GPU power against batch size",
+            column=power, label=TELEMETRY_LABELS[power], select={}, source="patel2023 Fig. 5",
+            absent=(telemetry_absent(infer, power) if power not in infer or
+                    infer[power].notna().sum() == 0 else
+                    "it needs inference trials at two batch sizes or more with a power value")),
     }
+
+
+def _florencio_figures(data: Inputs, folder: Path) -> dict[str, figs.Figure]:
+    lenet = _preferred(data.trials, {"model": "lenet5", "batch_size": "100"})
+    absent = ("this run has no LeNet-5 cell at batch 100 (presets/florencio2019.yaml "
+              "measures them: 600 steps of batch 100 per trial, 100 trials)")
+    time_note = ("The paper timed whole epochs of 600 steps over MNIST; these are median step "
+                 "times (600 steps per trial in the preset) on synthetic data of MNIST's shape, "
+                 "so data loading is left out.")
+    panels = [(4, "train", "median_ns", "LeNet-5 training step time"),
+              (5, "infer", "median_ns", "LeNet-5 inference batch time")]
+    for first, column, what in ((6, "gpu_temp_c_max", "GPU temperature"),
+                                (8, "cpu_temp_c_max", "CPU temperature"),
+                                (10, "gpu_util_mean", "GPU utilization"),
+                                (12, "cpu_util_mean", "CPU utilization")):
+        panels += [(first, "train", column, f"{what} while training LeNet-5"),
+                   (first + 1, "infer", column, f"{what} during LeNet-5 inference")]
+    out = {}
+    for number, phase, column, title in panels:
+        telemetry = column != "median_ns"
+        reason = absent
+        if telemetry and not lenet.empty:
+            reason = telemetry_absent(lenet, column)
+        note = (time_note if not telemetry else
+                "The paper sampled averages during the phase; we show the trial's "
+                + TELEMETRY_LABELS[column] + " over its timed iterations.")
+        out[f"florencio_fig{number}"] = figs.trial_boxplots(
+            lenet, folder, key=f"florencio2019_fig{number}", title=title,
+            select={"phase": phase}, source=f"florencio2019 Fig. {number}", absent=reason,
+            note=note, column=column, label=TELEMETRY_LABELS.get(column))
+    return out
 
 
 # --- the document -------------------------------------------------------------------------------
@@ -1023,6 +1164,9 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
                          "tests_summary": tests_summary_table(numbering, data, "Appendix C")}
     context["claims"] = claims_section(numbering, data)
     context["figures"] = {key: _figure(numbering, f, href) for key, f in figures.items()}
+    context["paper_figures"] = PAPER_FIGURES
+    context["left_out"] = {paper: _left_out(figures, keys) for paper, keys in
+                           PAPER_FIGURES.items()}
     context["tables"]["audit"] = audit_table(numbering, data)
     context["tables"]["failures"] = failure_table(numbering, data)
     context["tables"]["tests"] = tests_table(numbering, data)

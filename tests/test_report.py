@@ -292,6 +292,9 @@ def test_commit_mix_is_warned_and_a_single_commit_is_not(tmp_path, page):
     data = report.load_inputs(write_run(tmp_path, mixed_commits=False))
     soft = report.software(data.trials)
     assert not [w for w in report.warnings(data, soft) if "commit" in w]
+    data.trials["measured_together"] = data.trials["pair_id"].str.contains("lenet5/infer-b1")
+    apart = [w for w in report.warnings(data, soft) if "not measured together" in w]
+    assert len(apart) == 1 and apart[0].startswith("7 cell group(s)")
 
 
 def test_method_section_comes_from_the_data(page):
@@ -444,6 +447,9 @@ def test_claims_file_covers_five_papers_with_every_field():
             assert test.get("aggregate", "all") in ("all", "majority")
         if test["kind"] == "pending":
             assert test["needs"].strip()
+        if test["kind"] == "telemetry":
+            assert test["metric"] in report.TELEMETRY_LABELS
+            assert test["expect"] in ("pytorch_higher", "tensorflow_higher", "no_difference")
         if test["kind"] == "untestable":
             assert test["reason"].strip()
         if "published_ratio" in claim:
@@ -678,3 +684,60 @@ def test_florencio_box_plots_are_drawn_from_lenet5_at_batch_100(tmp_path):
         assert "data loading is left out" in drawn[key].caption
     assert "no LeNet-5 cell at batch 100" in report.make_figures(
         report.load_inputs(write_run(tmp_path / "run")), tmp_path, {})["florencio_fig4"].reason
+
+
+def _telemetry_trials(pt_values, tf_values, column="gpu_temp_c_max"):
+    return pd.DataFrame(
+        [{"pair_id": "p0", "framework": fw, "status": "ok", "device": "cuda", column: v}
+         for fw, values in (("pytorch", pt_values), ("tensorflow", tf_values)) for v in values])
+
+
+TELEMETRY = {"id": "t", "test": {"kind": "telemetry", "metric": "gpu_temp_c_max",
+                                 "expect": "tensorflow_higher", "select": {"device": "cuda"}}}
+
+
+def _sound_row(decision, column="gpu_temp_c_max"):
+    return pd.DataFrame([{"source": "florencio2019", "scope": "p0", "metric": column,
+                          "variant": "unpaired, trials (sound)", "decision": decision}])
+
+
+def test_telemetry_claims_use_medians_and_the_sound_test():
+    pairs = _pairs((0.8, 0.7, 0.9))
+    trials = _telemetry_trials([60, 61, 62], [70, 71, 72])
+    result = evaluate_claim(TELEMETRY, pairs, pd.DataFrame(), _sound_row("reject H0"), trials)
+    assert result["verdict"] == "confirmed"
+    assert "PyTorch 61.0 against TensorFlow 71.0 (different)" in result["ours"]
+    assert evaluate_claim(TELEMETRY, pairs, pd.DataFrame(), _sound_row("do not reject H0"),
+                          trials)["verdict"] == "inconclusive"
+    hotter = _telemetry_trials([80, 81, 82], [70, 71, 72])
+    assert evaluate_claim(TELEMETRY, pairs, pd.DataFrame(), _sound_row("reject H0"),
+                          hotter)["verdict"] == "contradicted"
+    no_values = _telemetry_trials([None] * 3, [None] * 3)
+    result = evaluate_claim(TELEMETRY, pairs, pd.DataFrame(), _sound_row("reject H0"), no_values)
+    assert result["verdict"] == "not measured" and "no trial recorded" in result["ours"]
+
+
+def test_power_claim_uses_the_tost_rows():
+    claim = {"id": "w", "test": {"kind": "power_batch"}}
+    tests = pd.DataFrame([{"source": "patel2023", "test": "TOST (Welch, log scale)",
+                           "decision": d} for d in ("equivalent", "equivalent")])
+    assert evaluate_claim(claim, pd.DataFrame(), pd.DataFrame(), tests)["verdict"] == "confirmed"
+    tests.loc[1, "decision"] = "not shown equivalent"
+    assert evaluate_claim(claim, pd.DataFrame(), pd.DataFrame(), tests)["verdict"] == \
+        "inconclusive"
+    assert evaluate_claim(claim, pd.DataFrame(), pd.DataFrame(), tests.iloc[0:0])["verdict"] == \
+        "not measured"
+
+
+def test_telemetry_figures_are_drawn_when_the_trials_carry_values(tmp_path):
+    trials = make_trials()
+    lenet = trials[trials["model"] == "lenet5"].assign(
+        batch_size=100, device="cuda", cpu_util_mean=np.linspace(90, 99, 24),
+        power_w_mean=np.linspace(100, 150, 24), energy_per_sample_j=np.linspace(0.1, 0.2, 24))
+    lenet.loc[lenet["phase"] == "infer", "batch_size"] = [1, 8] * 6
+    data = report.Inputs(trials=lenet, cells=pd.DataFrame(), cell_stats=pd.DataFrame(),
+                         comparisons=pd.DataFrame(), tests=pd.DataFrame())
+    drawn = report.make_figures(data, tmp_path, {})
+    assert drawn["florencio_fig12"].file and drawn["florencio_fig12"].narrow
+    assert drawn["patel_fig5"].file and drawn["energy"].file
+    assert "no `gpu_temp_c_max` column" in drawn["florencio_fig6"].reason
