@@ -141,7 +141,7 @@ def relative_time(comparisons, failures: dict, folder: Path, *, key="relative_ti
     row of their own saying so, instead of silently disappearing. ``select`` keeps rows whose
     axis values match; ``absent`` completes the sentence when nothing matches.
     """
-    frame = _select(comparisons, select)
+    frame = select_rows(comparisons, select)
     if frame.empty:
         return Figure(key, title, "", reason=f"Not drawn: {absent or 'no matched pair'}.",
                       source=source)
@@ -159,7 +159,8 @@ def relative_time(comparisons, failures: dict, folder: Path, *, key="relative_ti
     return Figure(key, title, caption, file=file, source=source)
 
 
-def _select(frame, select: dict | None):
+def select_rows(frame, select: dict | None):
+    """The rows of ``frame`` whose axis values match ``select`` (a list means any of them)."""
     if frame is None or frame.empty or not select:
         return frame if frame is not None else _empty()
     keep = frame.index == frame.index
@@ -222,7 +223,7 @@ def time_vs_batch(cell_stats, folder: Path, *, key="inference_vs_batch", phase="
                   source=None) -> Figure:
     """Median time per sample against batch size, one line per model and framework."""
     title = "Inference time per sample against batch size"
-    frame = _select(cell_stats, {"phase": phase})
+    frame = select_rows(cell_stats, {"phase": phase})
     if frame.empty or "median_ns" not in frame:
         return Figure(key, title, "", source=source,
                       reason=f"Not drawn: this run has no {phase} cell with a median time.")
@@ -347,7 +348,7 @@ def trial_boxplots(trials, folder: Path, *, key: str, title: str, select: dict, 
     ``select`` keeps the cells; ``label`` names the y axis of any ``column`` other than a time;
     ``note`` completes the caption (what the value stands for).
     """
-    frame = _select(trials, select)
+    frame = select_rows(trials, select)
     if not frame.empty and column in frame:
         frame = frame[(frame["status"] == "ok") & frame[column].notna()]
     if frame.empty or column not in frame:
@@ -381,7 +382,7 @@ def metric_vs_batch(trials, folder: Path, *, key: str, title: str, column: str, 
                     select: dict, source=None, absent: str = "") -> Figure:
     """Median over trials of ``column`` against batch size, one line per model and framework,
     with the range of the trials as error bars."""
-    frame = _select(trials, select)
+    frame = select_rows(trials, select)
     if not frame.empty and column in frame:
         frame = frame[(frame["status"] == "ok") & frame[column].notna()]
     if frame.empty or column not in frame or frame["batch_size"].nunique() < 2:

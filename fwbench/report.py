@@ -1,8 +1,6 @@
 """The paper: one Jinja2 template renders the HTML; WeasyPrint renders the PDF from that HTML.
 
-Framework-free.
-
-Reads the tidy tables and the statistics only, never cell files. The template computes nothing:
+Framework-free. Reads the tidy tables and the statistics only, never cell files. The template computes nothing:
 this module turns the tables into plain dicts of formatted text (a value that was not measured
 becomes ``NotMeasured`` with its reason, never "nan" or "None"), and the template lays them out.
 
@@ -1083,7 +1081,7 @@ def _preferred(trials: pd.DataFrame, select: dict) -> pd.DataFrame:
 
     The papers ran on a GPU, each framework with its defaults and idiomatic mode.
     """
-    frame = figs._select(trials, select)
+    frame = figs.select_rows(trials, select)
     for axis, wanted in (("device", "cuda"), ("mode", "idiomatic"), ("profile", "defaults")):
         if axis in frame and not frame.empty:
             values = _unique(frame, axis)
