@@ -1,8 +1,9 @@
 """The paper: one Jinja2 template renders the HTML; WeasyPrint renders the PDF from that HTML.
 
-Framework-free. Reads the tidy tables and the statistics only, never cell files. The template computes nothing:
-this module turns the tables into plain dicts of formatted text (a value that was not measured
-becomes ``NotMeasured`` with its reason, never "nan" or "None"), and the template lays them out.
+Framework-free. Reads the tidy tables and the statistics only, never cell files. The template
+computes nothing: this module turns the tables into plain dicts of formatted text (a value that
+was not measured becomes ``NotMeasured`` with its reason, never "nan" or "None"), and the
+template lays them out.
 
 Usage::
 
@@ -600,7 +601,8 @@ def _cell_remarks(row, shared: list[str]) -> list[str]:
     return parts
 
 
-TEST_DETAIL = ["scope", "hypothesis", "test", "variant", "n", "estimate", "p", "p_corrected", "decision"]
+TEST_DETAIL = ["scope", "hypothesis", "test", "variant", "n", "estimate", "p", "p_corrected",
+               "decision"]
 
 
 def tests_summary_table(numbering: Numbering, data: Inputs, appendix: str) -> dict:
