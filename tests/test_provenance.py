@@ -6,7 +6,6 @@ import csv
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 from fwbench import provenance
 from tests.conftest import REPO
