@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: run resume test test-fast bench-harness clean-run
+.PHONY: run resume test test-fast test-tools bench-harness bench-telemetry
 
 $(INSTALLED): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,8 +23,24 @@ resume: $(INSTALLED)
 	PATH=$(abspath $(BIN)):$$PATH $(SNAKEMAKE) --cores 1 --rerun-incomplete
 	@echo "Report: results/default/report/report.html and report.pdf"
 
-test: $(INSTALLED)
+test: $(INSTALLED) test-tools
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/pytest -q
+
+# The report's reader checks render the PDF (pdftoppm) and open the HTML (chromium); they skip,
+# naming the package, where these cannot be installed (no root or no apt).
+test-tools:
+	@if command -v pdftoppm >/dev/null && command -v chromium >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils chromium >/dev/null; \
+	else echo "poppler-utils and chromium are missing: the report's reader checks will skip"; fi
+
+# Harness against a bare loop, interleaved in one run (goal: ratio <= 1.01 on the CPU).
+bench-harness: $(INSTALLED)
+	$(BIN)/python benchmarks/harness_overhead.py --blocks 20
+
+# A CPU trial with the telemetry sampler on and off, interleaved (goal: ratio <= 1.02).
+bench-telemetry: $(INSTALLED)
+	$(BIN)/python benchmarks/telemetry_overhead.py --blocks 20
 
 test-fast: $(INSTALLED)
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/pytest -q -m "not slow"

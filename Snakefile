@@ -12,6 +12,7 @@ configfile: "config.yaml"
 include: "rules/common.smk"
 include: "rules/benchmark.smk"
 include: "rules/tables.smk"
+include: "rules/audit.smk"
 include: "rules/statistics.smk"
 include: "rules/report.smk"
 

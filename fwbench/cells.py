@@ -14,6 +14,8 @@ STATUSES = ("ok", "oom", "timeout", "unsupported", "error", "crashed")
 MODES = {
     "eager": {"pytorch": "eager", "tensorflow": "eager"},
     "idiomatic": {"pytorch": "eager", "tensorflow": "function"},
+    "compiled": {"pytorch": "compile", "tensorflow": "xla"},
+    "keras": {"pytorch": "eager", "tensorflow": "keras"},
 }
 
 @dataclass(frozen=True, order=True)

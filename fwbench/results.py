@@ -98,6 +98,7 @@ def make_result(settings: dict, outcome, *, started_at: str, ended_at: str,
         "settings": {"requested": requested, "in_force": payload.get("settings_in_force", {})},
         "versions": payload.get("versions", {}),
         "peak_rss_bytes": payload.get("peak_rss_bytes"),
+        "peak_memory": payload.get("peak_memory"),
         "started_at": started_at,
         "ended_at": ended_at,
         "workflow": workflow,
@@ -137,12 +138,14 @@ def trial_row(result: dict) -> dict:
         "layout": in_force.get("layout"),
         "framework_version": result["versions"].get("framework_version"),
         "peak_rss_bytes": result["peak_rss_bytes"],
+        "device_peak_bytes": (result.get("peak_memory") or {}).get("device_peak_bytes"),
         "started_at": result["started_at"],
         "ended_at": result["ended_at"],
         "git_commit": result["workflow"]["git_commit"],
         "git_dirty": result["workflow"]["git_dirty"],
         "session": result["workflow"]["session"],
         **_telemetry_columns(result.get("telemetry")),
+        **environment_columns(result.get("environment")),
     }
 
 
@@ -167,11 +170,41 @@ def _telemetry_columns(summary: dict | None) -> dict:
     return {column: measure.get(key) for column, key in TELEMETRY_COLUMNS.items()}
 
 
+def _with_environment(result: dict, path) -> dict:
+    """The result with the machine facts of its trial-<k>.env.json beside it, when present."""
+    env_path = Path(path).with_suffix(".env.json")
+    if env_path.exists():
+        with open(env_path) as f:
+            result["environment"] = json.load(f)
+    return result
+
+
+def environment_columns(env: dict | None) -> dict:
+    """The provenance a reader needs beside each number, flat for the trials table."""
+    env = env or {}
+    gpus = (env.get("gpus") or {}).get("devices") or []
+    container = env.get("container")
+    image = container if isinstance(container, dict) else {}
+    return {
+        "hostname": env.get("hostname"),
+        "platform": env.get("platform"),
+        "python": env.get("python"),
+        "cpu_model": env.get("cpu_model"),
+        "cpu_count": env.get("cpu_count"),
+        "container": image.get("reference") or image.get("image_file") if image else container,
+        "image_digest": image.get("digest"),
+        "device_name": gpus[0].get("name") if gpus else None,
+        "driver": (env.get("gpus") or {}).get("driver"),
+        "cuda": env.get("cuda"),
+        "cudnn": env.get("cudnn"),
+    }
+
+
 def collect_tables(paths) -> dict:
     """Iterations, trials and cells tables (pandas DataFrames) from trial result files."""
     import pandas as pd
 
-    results = [load_trial(p) for p in paths]
+    results = [_with_environment(load_trial(p), p) for p in paths]
     iterations = pd.DataFrame(
         [{**_axes(r), "trial": r["trial"], "iteration": i, "time_ns": t}
          for r in results for i, t in enumerate(r["iteration_ns"])],

@@ -141,7 +141,8 @@ def measure_trial(settings: dict) -> dict:
         "markers_ns": m.markers_ns,
         "energy_mj": energy or None,
         "settings_in_force": in_force,
-        "versions": backend.versions(),
+        "versions": {**backend.versions(), **provenance.framework_runtime(cell.framework)},
+        "peak_memory": backend.peak_memory(),
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }
 

@@ -9,10 +9,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
-import numpy as np
-
 from fwbench.cells import Cell
-from fwbench.models import synthetic_batch
+from fwbench.errors import Unsupported
+
+# fp16 loss scaling starts here in both frameworks (Keras's default; PyTorch's is 2**16).
+LOSS_SCALE_INITIAL = 2.0 ** 15
+
+
+def check_precision(precision: str, device: str, bf16_supported: bool) -> None:
+    """Raise Unsupported when ``precision`` cannot run as mixed precision on ``device``."""
+    if precision == "fp16" and device == "cpu":
+        raise Unsupported("fp16 mixed precision needs a GPU: neither framework has fast fp16 "
+                          "CPU kernels, so a CPU number would measure emulation")
+    if precision == "bf16" and not bf16_supported:
+        raise Unsupported(f"bf16 is not supported on this {device} device")
 
 
 class Backend:
@@ -25,6 +35,7 @@ class Backend:
         backend.load()                   # model, optimizer and data on the device
         step = backend.step()            # one training step or one inference batch
         backend.synchronize()
+        backend.peak_memory()
     """
 
     NAME: ClassVar[str]
@@ -40,7 +51,7 @@ class Backend:
         raise NotImplementedError("Backend must implement check_available")
 
     def configure(self) -> dict:
-        """Apply the cell's settings and return every setting actually in force."""
+        """Apply the cell's settings profile and return every setting actually in force."""
         raise NotImplementedError("Backend must implement configure")
 
     def load(self) -> None:
@@ -48,18 +59,17 @@ class Backend:
         raise NotImplementedError("Backend must implement load")
 
     def step(self) -> Callable[[], object]:
-        """A callable running one iteration of the cell's phase."""
+        """A callable running one iteration of the cell's phase in the cell's mode."""
         raise NotImplementedError("Backend must implement step")
 
     def synchronize(self) -> None:
         """Block until every launched operation on the device has finished."""
         raise NotImplementedError("Backend must implement synchronize")
 
-    def versions(self) -> dict:
-        """Framework version and build facts for the result."""
-        raise NotImplementedError("Backend must implement versions")
+    def peak_memory(self) -> dict:
+        """Peak device memory of this trial, from the framework's own allocator."""
+        raise NotImplementedError("Backend must implement peak_memory")
 
-    def batch(self) -> tuple[np.ndarray, np.ndarray]:
-        """The seeded synthetic batch, NCHW, identical in both frameworks."""
-        c = self.cell
-        return synthetic_batch(c.batch_size, c.input_shape, c.num_classes, self.seed)
+    def versions(self) -> dict:
+        """Framework version, build facts, and the math libraries in use."""
+        raise NotImplementedError("Backend must implement versions")

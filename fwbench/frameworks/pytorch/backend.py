@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from contextlib import nullcontext
+
 import torch
 
-from fwbench.errors import BackendError, Unsupported
-from fwbench.frameworks.base import Backend
+from fwbench.errors import BackendError
+from fwbench.frameworks.base import LOSS_SCALE_INITIAL, Backend, check_precision
 from fwbench.frameworks.pytorch import models
-from fwbench.models import OPTIMIZER
+from fwbench.models import OPTIMIZER, synthetic_batch
+
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 class PyTorchBackend(Backend):
@@ -20,18 +25,34 @@ class PyTorchBackend(Backend):
         return None
 
     def configure(self) -> dict:
+        c = self.cell
         torch.set_num_threads(self.threads)
         torch.set_num_interop_threads(1)
         torch.manual_seed(self.seed)
-        if self.cell.precision != "fp32":
-            raise Unsupported(f"precision {self.cell.precision!r} is not implemented for PyTorch")
+        cuda = c.device == "cuda"
+        check_precision(c.precision, c.device, torch.cuda.is_bf16_supported() if cuda else True)
+        self.amp_dtype = PRECISIONS[c.precision]
+        self.channels_last = c.profile == "matched"
+        if c.profile == "matched":
+            # The same flags as the TensorFlow backend's matched profile.
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+            torch.backends.cudnn.benchmark = True
+            torch.backends.cudnn.deterministic = False
         return {
             "threads_intra": torch.get_num_threads(),
             "threads_inter": torch.get_num_interop_threads(),
-            "precision": self.cell.precision,
-            "mode": self.cell.framework_mode,
-            "layout": "NCHW",
-            "device": self.cell.device,
+            "precision": c.precision,
+            "loss_scale_initial": LOSS_SCALE_INITIAL if c.precision == "fp16" else None,
+            "mode": c.framework_mode,
+            "layout": "NHWC (channels_last)" if self.channels_last else "NCHW",
+            "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+            "tf32_convolution": torch.backends.cudnn.allow_tf32,
+            "cudnn_autotune": torch.backends.cudnn.benchmark,
+            "deterministic": torch.are_deterministic_algorithms_enabled()
+            or torch.backends.cudnn.deterministic,
+            "memory_growth": "on demand (caching allocator)",
+            "device": c.device,
         }
 
     def load(self) -> None:
@@ -42,25 +63,41 @@ class PyTorchBackend(Backend):
         except RuntimeError as exc:
             raise BackendError(f"building {c.model} failed: {exc}") from exc
         self.model.train(c.phase == "train")
-        self.loss_fn = models.loss_fn()
+        self.loss_fn = models.loss_fn(c.model)
         self.optimizer = models.optimizer(self.model, OPTIMIZER)
-        x, y = self.batch()
-        self.x = torch.from_numpy(x).to(self.device)
-        self.y = torch.from_numpy(y).to(self.device)
+        x, y = synthetic_batch(c.batch_size, c.input_shape, c.num_classes, self.seed, model=c.model)
+        self.x, self.y = models.batch_tensors(c.model, x, y, self.device)
+        if self.channels_last and self.x.dim() == 4:
+            self.model = self.model.to(memory_format=torch.channels_last)
+            self.x = self.x.contiguous(memory_format=torch.channels_last)
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
 
     def step(self):
-        model, x, y, loss_fn, opt = self.model, self.x, self.y, self.loss_fn, self.optimizer
+        x, y, loss_fn, opt = self.x, self.y, self.loss_fn, self.optimizer
+        model = torch.compile(self.model) if self.cell.framework_mode == "compile" else self.model
+        dtype = self.amp_dtype
+        scaler = torch.amp.GradScaler(self.device.type, init_scale=LOSS_SCALE_INITIAL,
+                                      enabled=dtype == torch.float16)
+
+        def autocast():
+            if dtype is None:
+                return nullcontext()
+            return torch.autocast(self.device.type, dtype=dtype)
 
         def train():
             opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            opt.step()
+            with autocast():
+                loss = loss_fn(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
             return loss
 
         @torch.inference_mode()
         def infer():
-            return model(x)
+            with autocast():
+                return model(x)
 
         return train if self.cell.phase == "train" else infer
 
@@ -68,9 +105,22 @@ class PyTorchBackend(Backend):
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
+    def peak_memory(self) -> dict:
+        if self.device.type != "cuda":
+            return {"device_peak_bytes": None, "source": "CPU: see the process's peak RSS"}
+        return {"device_peak_bytes": torch.cuda.max_memory_allocated(self.device),
+                "source": "torch.cuda.max_memory_allocated"}
+
     def versions(self) -> dict:
+        config = torch.__config__.show()
+        blas = re.search(r"BLAS_INFO=(\w+)", config)
         return {
             "framework_version": torch.__version__,
             "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+            "cpu_math": {
+                "blas": blas.group(1) if blas else None,
+                "onednn": torch.backends.mkldnn.is_available(),
+                "instruction_set": torch.backends.cpu.get_cpu_capability(),
+            },
         }

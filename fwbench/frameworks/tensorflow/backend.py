@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import numpy as np
+import os
+
+import keras
 import tensorflow as tf
 
-from fwbench.errors import BackendError, Unsupported
-from fwbench.frameworks.base import Backend
+from fwbench.errors import BackendError
+from fwbench.frameworks.base import LOSS_SCALE_INITIAL, Backend, check_precision
 from fwbench.frameworks.tensorflow import models
-from fwbench.models import OPTIMIZER
+from fwbench.models import OPTIMIZER, synthetic_batch
+
+PRECISIONS = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
 class TensorFlowBackend(Backend):
@@ -21,18 +25,34 @@ class TensorFlowBackend(Backend):
         return None
 
     def configure(self) -> dict:
+        c = self.cell
         tf.config.threading.set_intra_op_parallelism_threads(self.threads)
         tf.config.threading.set_inter_op_parallelism_threads(1)
-        tf.keras.utils.set_random_seed(self.seed)
-        if self.cell.precision != "fp32":
-            raise Unsupported(f"precision {self.cell.precision!r} is not implemented for TensorFlow")
+        keras.utils.set_random_seed(self.seed)
+        gpus = tf.config.list_physical_devices("GPU")
+        check_precision(c.precision, c.device, _bf16_supported(gpus) if c.device == "cuda" else True)
+        keras.mixed_precision.set_global_policy(PRECISIONS[c.precision])
+        if c.profile == "matched":
+            # The same flags as the PyTorch backend's matched profile.
+            # Op determinism stays off, its default here and PyTorch's.
+            tf.config.experimental.enable_tensor_float_32_execution(False)
+            for gpu in gpus:
+                tf.config.experimental.set_memory_growth(gpu, True)
+        growth = [tf.config.experimental.get_memory_growth(gpu) for gpu in gpus]
         return {
             "threads_intra": tf.config.threading.get_intra_op_parallelism_threads(),
             "threads_inter": tf.config.threading.get_inter_op_parallelism_threads(),
-            "precision": self.cell.precision,
-            "mode": self.cell.framework_mode,
-            "layout": "NHWC",
-            "device": self.cell.device,
+            "precision": c.precision,
+            "loss_scale_initial": LOSS_SCALE_INITIAL if c.precision == "fp16" else None,
+            "mode": c.framework_mode,
+            # Keras builds NHWC; TensorFlow's graph optimizer may still change a GPU layout.
+            "layout": "NHWC (channels_last)",
+            "tf32_matmul": tf.config.experimental.tensor_float_32_execution_enabled(),
+            "tf32_convolution": tf.config.experimental.tensor_float_32_execution_enabled(),
+            "cudnn_autotune": os.environ.get("TF_CUDNN_USE_AUTOTUNE", "1") != "0",
+            "deterministic": _op_determinism(),
+            "memory_growth": (all(growth) if growth else None),
+            "device": c.device,
         }
 
     def load(self) -> None:
@@ -43,19 +63,27 @@ class TensorFlowBackend(Backend):
                 self.model = models.build_model(c.model, c.input_shape, c.num_classes)
             except ValueError as exc:
                 raise BackendError(f"building {c.model} failed: {exc}") from exc
-            self.loss_fn = models.loss_fn()
+            self.loss_fn = models.loss_fn(c.model)
             self.optimizer = models.optimizer(OPTIMIZER)
-            x, y = self.batch()
-            self.x = tf.constant(np.transpose(x, (0, 2, 3, 1)))
-            self.y = tf.constant(y)
+            if c.precision == "fp16":
+                self.optimizer = keras.optimizers.LossScaleOptimizer(
+                    self.optimizer, initial_scale=LOSS_SCALE_INITIAL)
+            x, y = synthetic_batch(c.batch_size, c.input_shape, c.num_classes, self.seed, model=c.model)
+            self.x, self.y = models.batch_tensors(c.model, x, y, self.device)
+        if c.device == "cuda":
+            tf.config.experimental.reset_memory_stats("GPU:0")
 
     def step(self):
         model, x, y, loss_fn, opt = self.model, self.x, self.y, self.loss_fn, self.optimizer
+        mode = self.cell.framework_mode
+        if mode == "keras":
+            return self._keras_step()
 
         def train():
             with tf.GradientTape() as tape:
-                loss = loss_fn(y, model(x, training=True))
-            grads = tape.gradient(loss, model.trainable_variables)
+                loss = loss_fn(y, _float32(model(x, training=True)))
+                scaled = opt.scale_loss(loss) if hasattr(opt, "scale_loss") else loss
+            grads = tape.gradient(scaled, model.trainable_variables)
             opt.apply_gradients(zip(grads, model.trainable_variables))
             return loss
 
@@ -63,8 +91,8 @@ class TensorFlowBackend(Backend):
             return model(x, training=False)
 
         fn = train if self.cell.phase == "train" else infer
-        if self.cell.framework_mode == "function":
-            fn = tf.function(fn)
+        if mode in ("function", "xla"):
+            fn = tf.function(fn, jit_compile=mode == "xla")
 
         def run():
             with tf.device(self.device):
@@ -72,13 +100,51 @@ class TensorFlowBackend(Backend):
 
         return run
 
+    def _keras_step(self):
+        """Keras's own loop: what fit and predict run per batch (train_on_batch, predict_on_batch)."""
+        model, x, y = self.model, self.x, self.y
+        model.compile(optimizer=self.optimizer, loss=self.loss_fn, jit_compile=False)
+        if self.cell.phase == "train":
+            return lambda: model.train_on_batch(x, y)
+        return lambda: model.predict_on_batch(x)
+
     def synchronize(self) -> None:
         tf.test.experimental.sync_devices()
 
+    def peak_memory(self) -> dict:
+        if self.cell.device != "cuda":
+            return {"device_peak_bytes": None, "source": "CPU: see the process's peak RSS"}
+        return {"device_peak_bytes": tf.config.experimental.get_memory_info("GPU:0")["peak"],
+                "source": "tf.config.experimental.get_memory_info('GPU:0')['peak']"}
+
     def versions(self) -> dict:
+        from tensorflow.python.util import _pywrap_util_port
+
         build = tf.sysconfig.get_build_info()
         return {
             "framework_version": tf.__version__,
             "cuda": build.get("cuda_version"),
             "cudnn": build.get("cudnn_version"),
+            "cpu_math": {
+                "blas": "Eigen",
+                "onednn": _pywrap_util_port.IsMklEnabled()
+                or os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") != "0",
+                "instruction_set": None,
+            },
         }
+
+
+def _float32(outputs):
+    """Losses are computed in float32 under mixed precision, as PyTorch's autocast does."""
+    return tf.cast(outputs, tf.float32) if outputs.dtype != tf.float32 else outputs
+
+
+def _op_determinism() -> bool:
+    from tensorflow.python.framework import config as framework_config
+
+    return framework_config.is_op_determinism_enabled()
+
+
+def _bf16_supported(gpus) -> bool:
+    details = [tf.config.experimental.get_device_details(gpu) for gpu in gpus]
+    return bool(details) and all(d.get("compute_capability", (0, 0)) >= (8, 0) for d in details)
