@@ -367,10 +367,6 @@ def test_rebuilding_the_report_from_results_reruns_no_experiment(container_run):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "needs the chained previous trial not to be ancient() in rules/common.smk: Snakemake 9.27 "
-    "skips its own checks for jobs downstream of a job that must rerun, and ancient() then "
-    "keeps the rerun from reaching them, so only the first trial of each cell group reruns"))
 def test_a_new_digest_for_one_framework_reruns_its_cells_and_their_partners(container_run,
                                                                             monkeypatch):
     workdir, _, _ = container_run
