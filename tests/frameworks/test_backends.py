@@ -1,0 +1,81 @@
+"""Both backends: mirror images, and every mode, precision and profile runs or says why not.
+
+Each case is a real trial of the real framework on the CPU, in a fresh process, as the
+workflow runs it.
+"""
+
+import inspect
+
+import pytest
+
+from fwbench.config import validate
+from fwbench.frameworks.base import Backend
+from fwbench.plan import Plan
+from fwbench.results import load_trial
+from fwbench.trial import run_trial
+
+FRAMEWORKS = ["pytorch", "tensorflow"]
+
+
+def test_backends_are_mirror_images():
+    from fwbench.frameworks import get_backend
+
+    pytorch, tensorflow = (get_backend(name) for name in FRAMEWORKS)
+    interface = [n for n, _ in inspect.getmembers(Backend, inspect.isfunction)
+                 if not n.startswith("_")]
+    for cls in (pytorch, tensorflow):
+        public = [n for n in vars(cls) if not n.startswith("_") and callable(getattr(cls, n))]
+        assert sorted(public) == sorted(set(interface) - {"__init__"}), cls.NAME
+    assert [n for n in vars(pytorch) if not n.startswith("_")] == \
+        [n for n in vars(tensorflow) if not n.startswith("_") and n != "_keras_step"]
+
+
+def _trial(tmp_path, tiny_config, framework, **changes):
+    config = {**tiny_config, "frameworks": [framework], "phases": ["train"], "iterations": 2,
+              "blocks": {"count": 1, "size": 2}, **changes}
+    plan = Plan.from_config(validate(config))
+    run_trial(plan.trial_settings(plan.trials[0]), tmp_path / "r.json", tmp_path / "e.json",
+              tmp_path / "t.csv")
+    return load_trial(tmp_path / "r.json")
+
+
+CASES = [
+    ("pytorch", "eager", "eager"), ("tensorflow", "eager", "eager"),
+    ("pytorch", "idiomatic", "eager"), ("tensorflow", "idiomatic", "function"),
+    ("pytorch", "keras", "eager"), ("tensorflow", "keras", "keras"),
+    ("tensorflow", "compiled", "xla"),
+    pytest.param("pytorch", "compiled", "compile", marks=pytest.mark.slow),  # ~20 s of inductor
+]
+
+
+@pytest.mark.parametrize("framework, mode, runs", CASES)
+def test_every_mode_runs_and_is_recorded(tmp_path, tiny_config, framework, mode, runs):
+    result = _trial(tmp_path, tiny_config, framework, modes=[mode])
+    assert result["status"] == "ok", result["message"]
+    assert result["settings"]["in_force"]["mode"] == runs
+    assert len(result["iteration_ns"]) == 2 and len(result["block_ns"]) == 1
+    # Compilation and tracing land in the cold start, never in the timed iterations.
+    if runs in ("function", "xla", "compile"):
+        assert result["cold_start_ns"] > max(result["iteration_ns"])
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_bf16_runs_and_fp16_is_unsupported_on_the_cpu(tmp_path, tiny_config, framework):
+    result = _trial(tmp_path, tiny_config, framework, precisions=["bf16"])
+    assert result["status"] == "ok", result["message"]
+    assert result["settings"]["in_force"]["precision"] == "bf16"
+    result = _trial(tmp_path, tiny_config, framework, precisions=["fp16"])
+    assert result["status"] == "unsupported" and "fp16" in result["message"]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_profiles_record_what_is_in_force(tmp_path, tiny_config, framework):
+    matched = _trial(tmp_path, tiny_config, framework, profiles=["matched"])
+    in_force = matched["settings"]["in_force"]
+    assert in_force["layout"] == "NHWC (channels_last)"
+    assert (in_force["tf32_matmul"], in_force["deterministic"]) == (False, False)
+    defaults = _trial(tmp_path, tiny_config, framework, profiles=["defaults"])
+    expected = {"pytorch": "NCHW", "tensorflow": "NHWC (channels_last)"}[framework]
+    assert defaults["settings"]["in_force"]["layout"] == expected
+    assert set(defaults["versions"]["cpu_math"]) == {"blas", "onednn", "instruction_set"}
+    assert defaults["peak_memory"]["device_peak_bytes"] is None and defaults["peak_rss_bytes"] > 0
