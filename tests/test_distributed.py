@@ -1,0 +1,234 @@
+"""fwbench/distributed.py and frameworks/*/distributed.py.
+
+Real runs on the CPU: DistributedDataParallel over gloo and MultiWorkerMirroredStrategy, each with
+2 rank processes and LeNet-5 on a tiny batch. After one step the synchronized gradient of every
+rank must equal the gradient one process computes over the concatenated global batch. The
+single-process strategies (DataParallel, MirroredStrategy) need GPUs and are checked here only
+for the reason they give without one.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fwbench import distributed
+from fwbench.errors import BackendError, ConfigError, Unsupported
+from fwbench.harness import Adaptive
+from fwbench.models import synthetic_batch
+from tests.conftest import REPO
+
+BATCH = 3  # per rank; odd, so a wrong shard or a wrong average cannot cancel out
+WORLD = 2
+
+
+def settings(framework: str, strategy: str = "multi_process", world_size: int = WORLD, **cell):
+    return {
+        "cell": {"experiment": "distributed", "device": "cpu", "framework": framework,
+                 "model": "lenet5", "phase": "train", "batch_size": BATCH,
+                 "input_shape": [1, 28, 28], "precision": "fp32", "mode": "idiomatic",
+                 "profile": "matched", "num_classes": 10, "strategy": strategy,
+                 "world_size": world_size, **cell},
+        "threads": 1, "seed": 0, "iterations": 3, "warmup_min": 1, "warmup_max": 2,
+        "blocks": 1, "block_size": 2, "adaptive": None,
+    }
+
+
+# --- framework-free ------------------------------------------------------------------------
+
+def test_strategy_names_resolve_per_framework():
+    assert distributed.resolve_strategy("multi_process", "tensorflow") == "multiworker"
+    assert distributed.resolve_strategy("single_process", "pytorch") == "dp"
+    assert distributed.resolve_strategy("ddp", "pytorch") == "ddp"
+    assert distributed.strategy_pair("mirrored") == "single_process"
+    with pytest.raises(ConfigError, match="for tensorflow, got 'ddp'"):
+        distributed.resolve_strategy("ddp", "tensorflow")
+
+
+@pytest.mark.parametrize("framework,name", [("pytorch", "DataParallel"),
+                                            ("tensorflow", "MirroredStrategy")])
+def test_single_process_strategies_are_unsupported_without_cuda(framework, name):
+    with pytest.raises(Unsupported, match=f"{name} needs"):
+        distributed.run_distributed(settings(framework, "single_process"))
+
+
+def test_inference_is_unsupported():
+    reason = distributed.unsupported_reason(settings("pytorch", phase="infer")["cell"])
+    assert "training steps" in reason
+
+
+def test_shards_are_what_distributed_sampler_gives():
+    from torch.utils.data import DistributedSampler
+
+    for rank in range(3):
+        sampler = DistributedSampler(range(12), num_replicas=3, rank=rank, shuffle=False)
+        assert distributed.shard_indices(12, 3, rank) == list(sampler)
+
+
+def test_rank_decisions_follow_the_slowest_rank():
+    """Warm-up and adaptive stops are decided on the maximum over ranks, so every rank steps
+    equally often; each timed region is framed by a barrier."""
+    clock = iter(range(0, 10**9, 10))
+    calls = []
+    m = distributed.measure_ranks(
+        lambda: calls.append("step"), lambda: None, lambda: calls.append("barrier"),
+        lambda t: [t, 3 * t], iterations=4, warmup_min=1, warmup_max=3, blocks=1, block_size=2,
+        adaptive=Adaptive(target=0.5, max_iterations=6), clock=lambda: next(clock))
+    assert len(m.warmup_ns) == 3 and not m.warmup_steady
+    assert all(slow == 3 * own for own, slow in m.iteration_ns)
+    assert m.stop_reason.startswith(("median interval", "max_iterations"))
+    assert calls.count("step") == 1 + 3 + len(m.iteration_ns) + 2
+    assert list(m.markers_ns) == ["cold_start", "warmup", "measure", "blocks", "end"]
+
+
+def _trials(times_by_world: dict[int, list[float]], strategy="multi_process", framework="pytorch"):
+    rows = []
+    for world, medians in times_by_world.items():
+        for k, median in enumerate(medians, 1):
+            rows.append({"run": "t", "experiment": "distributed", "device": "cuda",
+                         "framework": framework, "model": "resnet18", "phase": "train",
+                         "batch_size": 32, "input_shape": "3x32x32", "precision": "fp32",
+                         "mode": "eager", "profile": "matched", "strategy": strategy,
+                         "world_size": world, "trial": k, "status": "ok", "message": "",
+                         "median_ns": median})
+    return rows
+
+
+def test_scaling_efficiency_and_the_near_linear_verdict():
+    rng = np.random.default_rng(0)
+    base = list(1e8 * (1 + 0.01 * rng.standard_normal(8)))
+    linear = [t * (1 + 0.01 * rng.standard_normal()) for t in base]   # same step time: linear
+    halved = [2 * t for t in base]                                      # twice as slow: 0.5
+    rows = scaling_efficiency_rows({1: base, 2: linear, 4: halved})
+    two, four = rows.iloc[0], rows.iloc[1]
+    assert (two.world_size, four.world_size) == (2, 4)
+    assert two.efficiency == pytest.approx(1.0, abs=0.02) and two.verdict == "near-linear"
+    assert two.efficiency_ci_low <= two.efficiency_hl <= two.efficiency_ci_high
+    assert two.speedup == pytest.approx(2.0, abs=0.05)
+    assert four.efficiency == pytest.approx(0.5, abs=0.02) and four.verdict == "sub-linear"
+    assert four.ci_attained and four.ci_level >= 0.95
+
+
+def scaling_efficiency_rows(times):
+    return distributed.scaling_efficiency(pd.DataFrame(_trials(times)))
+
+
+def test_scaling_efficiency_without_a_baseline_is_not_measured():
+    rows = _trials({2: [1e8, 1e8]}) + [{**_trials({1: [1e8]})[0], "status": "oom",
+                                        "message": "CUDA out of memory", "median_ns": None}]
+    row = distributed.scaling_efficiency(rows).iloc[0]
+    assert row.verdict == "not measured"
+    assert "no ok trial at world size 1" in row.note and "oom" in row.note
+    few = distributed.scaling_efficiency(_trials({1: [1e8, 1e8], 2: [1e8, 1e8]})).iloc[0]
+    assert few.verdict == "inconclusive" and not few.ci_attained
+
+
+def test_strategy_comparison_names_the_faster_strategy():
+    dp = _trials({2: [2e8] * 6}, "single_process")
+    ddp = _trials({2: [1e8 * (1 + 0.01 * k) for k in range(6)]}, "multi_process")
+    row = distributed.strategy_comparisons(dp + ddp).iloc[0]
+    assert (row.single_process, row.multi_process) == ("dp", "ddp")
+    assert row.ratio == pytest.approx(2 / 1.025, rel=0.01)
+    assert row.faster == "ddp" and row.ratio_ci_low > 1
+
+
+def test_framework_modules_are_mirror_images():
+    def names(framework):
+        tree = ast.parse((REPO / f"fwbench/frameworks/{framework}/distributed.py").read_text())
+        top = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+        return top, [n.name for n in cls.body if isinstance(n, ast.FunctionDef)]
+
+    torch_top, torch_methods = names("pytorch")
+    tf_top, tf_methods = names("tensorflow")
+    assert torch_methods == tf_methods
+    assert [n for n in torch_top if not n.startswith("_")] == \
+        [n for n in tf_top if not n.startswith("_")]
+
+
+def test_a_failing_rank_fails_the_trial_with_its_message():
+    bad = settings("pytorch")
+    del bad["threads"]  # every rank fails before importing the framework
+    with pytest.raises(BackendError, match=r"rank 0 of 2: KeyError: 'threads'"):
+        distributed.run_distributed(bad)
+
+
+# --- real distributed runs on the CPU --------------------------------------------------------
+
+def _global_batch():
+    return synthetic_batch(BATCH * WORLD, (1, 28, 28), 10, 0, model="lenet5")
+
+
+def _torch_reference(initial):
+    import torch
+
+    from fwbench.frameworks.pytorch import models
+
+    model = models.build_model("lenet5", (1, 28, 28), 10)
+    with torch.no_grad():
+        for p, value in zip(model.parameters(), initial, strict=True):
+            p.copy_(torch.tensor(value))
+    x, y = models.batch_tensors("lenet5", *_global_batch(), torch.device("cpu"))
+    models.loss_fn("lenet5")(model(x), y).backward()
+    return [p.grad.numpy() for p in model.parameters()]
+
+
+def _tensorflow_reference(initial):
+    import tensorflow as tf
+
+    from fwbench.frameworks.tensorflow import models
+
+    model = models.build_model("lenet5", (1, 28, 28), 10)
+    for v, value in zip(model.trainable_variables, initial, strict=True):
+        v.assign(np.asarray(value, dtype=np.float32))
+    x, y = models.batch_tensors("lenet5", *_global_batch(), "/CPU:0")
+    with tf.GradientTape() as tape:
+        loss = models.loss_fn("lenet5")(y, model(x, training=True))
+    return [g.numpy() for g in tape.gradient(loss, model.trainable_variables)]
+
+
+REFERENCES = {"pytorch": _torch_reference, "tensorflow": _tensorflow_reference}
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
+def test_synchronized_gradient_equals_the_single_process_gradient(framework):
+    """DDP (gloo) / MultiWorkerMirroredStrategy over 2 processes, one step."""
+    out = distributed.run_distributed(settings(framework), probe=True)
+    ranks = [r["probe"] for r in out["ranks"]]
+    assert [r["indices"] for r in ranks] == [[0, 2, 4], [1, 3, 5]]  # disjoint shards
+    expected = REFERENCES[framework](ranks[0]["initial"])
+    for rank in ranks:
+        for got, want in zip(rank["gradients"], expected, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+        # The real training step applied that gradient: SGD's first momentum step is -lr * g.
+        for before, after, g in zip(rank["initial"], rank["after_step"], expected, strict=True):
+            np.testing.assert_allclose(np.asarray(before) - np.asarray(after),
+                                       rank["learning_rate"] * g, rtol=1e-3, atol=1e-7)
+    np.testing.assert_array_equal(np.concatenate([np.ravel(a) for a in ranks[0]["after_step"]]),
+                                  np.concatenate([np.ravel(a) for a in ranks[1]["after_step"]]))
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
+def test_a_distributed_trial_reports_every_rank(framework):
+    s = settings(framework)
+    payload = distributed.run_distributed(s)
+    assert payload["world_size"] == WORLD
+    assert payload["strategy"] == {"pytorch": "ddp", "tensorflow": "multiworker"}[framework]
+    assert payload["global_batch_size"] == BATCH * WORLD
+    per_rank = payload["per_rank_ns"]
+    assert len(per_rank) == WORLD and all(len(t) == s["iterations"] for t in per_rank)
+    assert payload["iteration_ns"] == [max(t) for t in zip(*per_rank)]
+    assert payload["cold_start_ns"] == max(payload["per_rank_cold_start_ns"]) > 0
+    assert 1 <= len(payload["warmup_ns"]) <= 2 and len(payload["block_ns"]) == 1
+    markers = payload["markers_ns"]
+    assert sorted(markers, key=markers.get) == ["cold_start", "warmup", "measure", "blocks", "end"]
+    assert len(set(markers.values())) == 5
+    in_force = payload["settings_in_force"]
+    assert in_force["threads_intra"] == 1 and in_force["world_size"] == WORLD
+    assert in_force["communication"] in ("gloo", "collective ring all-reduce")
+    assert payload["versions"]["framework_version"]
+    assert math.isfinite(payload["peak_rss_bytes"])
