@@ -22,7 +22,7 @@ wildcard_constraints:
     device="cpu|cuda",
     framework="pytorch|tensorflow",
     model="|".join(config["models"]),
-    cell=r"[a-z]+-b\d+-[0-9x]+-[a-z0-9]+-[a-z_]+-[a-z]+",
+    cell=r"[a-z]+-b\d+-[0-9x]+-[a-z0-9]+-[a-z_]+-[a-z_+]+",
     trial=r"\d+",
 
 

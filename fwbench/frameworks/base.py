@@ -15,6 +15,22 @@ from fwbench.errors import Unsupported
 # fp16 loss scaling starts here in both frameworks (Keras's default; PyTorch's is 2**16).
 LOSS_SCALE_INITIAL = 2.0 ** 15
 
+# The settings the `matched` profile sets alike in both frameworks; `defaults` sets none of them.
+# A profile named "defaults+layout+tf32" matches only those (the ablation's steps).
+FACTORS = ("tf32", "cudnn_autotune", "layout", "determinism", "memory_growth")
+
+
+def matched_factors(profile: str) -> frozenset[str]:
+    """The factors a profile name sets to their matched value."""
+    if profile == "matched":
+        return frozenset(FACTORS)
+    base, *extra = profile.split("+")
+    unknown = set(extra) - set(FACTORS)
+    if base != "defaults" or unknown:
+        raise ValueError(f"profile must be 'matched', 'defaults' or 'defaults+<factor>…' with "
+                         f"factors from {FACTORS}, got {profile!r}")
+    return frozenset(extra)
+
 
 def check_precision(precision: str, device: str, bf16_supported: bool) -> None:
     """Raise Unsupported when ``precision`` cannot run as mixed precision on ``device``."""

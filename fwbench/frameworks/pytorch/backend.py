@@ -8,7 +8,8 @@ from contextlib import nullcontext
 import torch
 
 from fwbench.errors import BackendError
-from fwbench.frameworks.base import LOSS_SCALE_INITIAL, Backend, check_precision
+from fwbench.frameworks.base import (LOSS_SCALE_INITIAL, Backend, check_precision,
+                                     matched_factors)
 from fwbench.frameworks.pytorch import models
 from fwbench.models import OPTIMIZER, synthetic_batch
 
@@ -32,13 +33,16 @@ class PyTorchBackend(Backend):
         cuda = c.device == "cuda"
         check_precision(c.precision, c.device, torch.cuda.is_bf16_supported() if cuda else True)
         self.amp_dtype = PRECISIONS[c.precision]
-        self.channels_last = c.profile == "matched"
-        if c.profile == "matched":
-            # The same flags as the TensorFlow backend's matched profile.
+        # Each matched factor takes the same value as in the TensorFlow backend.
+        matched = matched_factors(c.profile)
+        if "tf32" in matched:
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
+        if "cudnn_autotune" in matched:
             torch.backends.cudnn.benchmark = True
+        if "determinism" in matched:
             torch.backends.cudnn.deterministic = False
+        self.channels_last = "layout" in matched
         return {
             "threads_intra": torch.get_num_threads(),
             "threads_inter": torch.get_num_interop_threads(),

@@ -8,7 +8,8 @@ import keras
 import tensorflow as tf
 
 from fwbench.errors import BackendError
-from fwbench.frameworks.base import LOSS_SCALE_INITIAL, Backend, check_precision
+from fwbench.frameworks.base import (LOSS_SCALE_INITIAL, Backend, check_precision,
+                                     matched_factors)
 from fwbench.frameworks.tensorflow import models
 from fwbench.models import OPTIMIZER, synthetic_batch
 
@@ -32,10 +33,12 @@ class TensorFlowBackend(Backend):
         gpus = tf.config.list_physical_devices("GPU")
         check_precision(c.precision, c.device, _bf16_supported(gpus) if c.device == "cuda" else True)
         keras.mixed_precision.set_global_policy(PRECISIONS[c.precision])
-        if c.profile == "matched":
-            # The same flags as the PyTorch backend's matched profile.
-            # Op determinism stays off, its default here and PyTorch's.
+        # Each matched factor takes the same value as in the PyTorch backend. Autotuning, op
+        # determinism (off) and the NHWC layout are already TensorFlow's defaults.
+        matched = matched_factors(c.profile)
+        if "tf32" in matched:
             tf.config.experimental.enable_tensor_float_32_execution(False)
+        if "memory_growth" in matched:
             for gpu in gpus:
                 tf.config.experimental.set_memory_growth(gpu, True)
         growth = [tf.config.experimental.get_memory_growth(gpu) for gpu in gpus]
