@@ -18,8 +18,13 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent / "rules" / "schemas" / "co
 
 
 def load_schema(path: Path = SCHEMA_PATH) -> dict:
+    """The config schema, with the model names taken from the model zoo (one source of truth)."""
+    from fwbench.models import MODELS
+
     with open(path) as f:
-        return yaml.safe_load(f)
+        schema = yaml.safe_load(f)
+    schema["properties"]["models"]["propertyNames"] = {"enum": sorted(MODELS)}
+    return schema
 
 
 def validate(config: dict, schema: dict | None = None) -> dict:
