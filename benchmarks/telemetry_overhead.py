@@ -13,7 +13,6 @@ Goal (issue 5): at most 1.02 on 2 cores.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import random
 import statistics
@@ -24,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fwbench from this work tree
 
+from fwbench.stats import median_ci  # noqa: E402
 from fwbench.telemetry import Sampler  # noqa: E402
 
 GOAL = 1.02
@@ -75,7 +75,8 @@ def main(blocks: int = 20, iterations: int = 100, period_s: float = 0.1, seed: i
             print(f"pair {pair:2d}: on {on_ms[-1]:.3f} ms, off {off_ms[-1]:.3f} ms, "
                   f"ratio {ratios[-1]:.4f}", file=sys.stderr)
     ratio = statistics.median(ratios)
-    low, high, level = median_interval(ratios)
+    ci = median_ci(ratios)
+    low, high, level = ci.low, ci.high, ci.level
     print(f"telemetry sampler overhead (CPU, 1 thread, period {period_s * 1000:g} ms, "
           f"{blocks} interleaved pairs of {iterations} iterations, "
           f"{len(os.sched_getaffinity(0))} cores):")
@@ -85,19 +86,6 @@ def main(blocks: int = 20, iterations: int = 100, period_s: float = 0.1, seed: i
     print(f"  the sampler spent {statistics.median(busy):.2%} of the time taking samples "
           "(median over blocks)")
     return ratio
-
-
-def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float, float]:
-    """Distribution-free CI for the median: order statistics k and n-k+1 of the sorted values,
-    with the binomial(n, 1/2) coverage actually achieved."""
-    xs, n = sorted(values), len(values)
-    k, coverage = 1, 1 - 2 * 0.5 ** n
-    for j in range(1, n // 2 + 1):
-        tail = sum(math.comb(n, i) for i in range(j)) / 2 ** n
-        if 1 - 2 * tail < confidence:
-            break
-        k, coverage = j, 1 - 2 * tail
-    return xs[k - 1], xs[n - k], coverage
 
 
 if __name__ == "__main__":
