@@ -42,7 +42,7 @@ PAPERS = ["patel2023", "dai2022", "florencio2019", "tian2020", "sumanjali2024"]
 VERDICTS = ["confirmed", "contradicted", "equivalent", "inconclusive", "not measured",
             "untestable"]
 CLAIM_KINDS = {"direction", "mixed", "batch_trend", "normality", "telemetry", "power_batch",
-               "pending", "untestable"}
+               "gap_explanation", "pending", "untestable"}
 SELECT_AXES = set(figs.PAIR_AXES)
 
 # Provenance columns the trials table may carry; each one absent is named in the version audit.
@@ -78,6 +78,10 @@ class Inputs:
     comparisons: pd.DataFrame
     tests: pd.DataFrame
     problems: dict = field(default_factory=dict)
+    # The "why" section's inputs (fwbench.ablation, fwbench.profiling); empty when not run.
+    ablation: pd.DataFrame = field(default_factory=pd.DataFrame)
+    gaps: pd.DataFrame = field(default_factory=pd.DataFrame)
+    profiles: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def load_inputs(inputs: dict) -> Inputs:
@@ -94,6 +98,12 @@ def load_inputs(inputs: dict) -> Inputs:
         frames[name] = _normalize_axes(frames[name])
     pairs = frames["cells"] if not frames["cells"].empty else frames["trials"]
     frames["comparisons"] = _with_unmeasured_pairs(frames["comparisons"], pairs)
+    for name in ("ablation", "gaps", "profiles"):  # optional: a run without an ablation
+        if inputs.get(name) is not None:
+            frames[name], problem = _read_table(inputs[name], name)
+            if problem:
+                problems[name] = problem
+            frames[name] = _normalize_axes(frames[name])
     return Inputs(**frames, problems=problems)
 
 
@@ -716,13 +726,15 @@ def load_claims(path: str = str(CLAIMS_PATH)) -> dict:
 
 
 def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFrame,
-                   tests: pd.DataFrame | None = None, trials: pd.DataFrame | None = None) -> dict:
+                   tests: pd.DataFrame | None = None, trials: pd.DataFrame | None = None,
+                   gaps: pd.DataFrame | None = None) -> dict:
     """The verdict on one published claim: {verdict, ours, notes}.
 
     ``direction`` and ``mixed`` read the comparisons; ``batch_trend`` reads the statistics'
     trend tests (Jonckheere-Terpstra) or, without them, the cell statistics; ``normality``,
     ``telemetry`` and ``power_batch`` read the statistics' replications of the papers' tests
-    (and the trials' telemetry values); ``pending`` and ``untestable`` say why no verdict is
+    (and the trials' telemetry values); ``gap_explanation`` reads the counterfactual mode tests
+    (``fwbench.ablation.gap_tests``); ``pending`` and ``untestable`` say why no verdict is
     possible.
     """
     test = claim["test"]
@@ -734,6 +746,8 @@ def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFr
                 f"{test['needs']}", "notes": []}
     if kind == "power_batch":
         return _judge_power(tests)
+    if kind == "gap_explanation":
+        return _judge_gap_explanation(gaps, test.get("select", {}))
     if kind == "batch_trend" and tests is not None:
         from_tests = _trend_from_tests(tests)
         if from_tests:
@@ -977,12 +991,54 @@ def _judge_batch_trend(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
                      f"({falls} of {n} fall, {rises} rise)")
 
 
+GAP_CLOSES = ("closes the gap", "reverses the gap", "narrows the gap")
+GAP_KEEPS = ("does not close the gap", "widens the gap")
+
+
+def _judge_gap_explanation(gaps: pd.DataFrame | None, select: dict) -> dict:
+    """patel2023's explanation of TensorFlow's CPU advantage (its static graph and XLA), judged
+    by the counterfactual modes: it holds where switching TensorFlow to eager closes (or
+    narrows, or reverses) an established TensorFlow advantage."""
+    needs = ("not measured in this run: needs PyTorch eager against TensorFlow tf.function and "
+             "against TensorFlow eager on the selected cells (mode pairs `idiomatic` and `eager`)")
+    if gaps is None or gaps.empty:
+        return {"verdict": "not measured", "ours": needs, "notes": []}
+    rows, notes = _claim_rows(gaps, select)
+    if isinstance(rows, str):
+        return {"verdict": "not measured", "ours": f"not measured in this run: {rows}",
+                "notes": notes}
+    eager = rows[rows["counterfactual"] == "TensorFlow eager"]
+    if eager.empty:
+        return {"verdict": "not measured", "ours": needs, "notes": notes}
+    with_gap = eager[eager["verdict"] != "no TensorFlow advantage to explain"]
+    ratios = _join(sig(v) for v in eager["baseline_ratio"])
+    if with_gap.empty:
+        return {"verdict": "inconclusive", "notes": notes,
+                "ours": f"no selected cell shows a TensorFlow advantage to explain (PyTorch "
+                        f"eager / TensorFlow tf.function: {ratios})"}
+    verdicts = list(with_gap["verdict"])
+    closes = sum(v in GAP_CLOSES for v in verdicts)
+    keeps = sum(v in GAP_KEEPS for v in verdicts)
+    n = len(verdicts)
+    verdict = ("confirmed" if closes > n / 2 else "contradicted" if keeps > n / 2
+               else "inconclusive")
+    ours = (f"switching TensorFlow to eager closed, narrowed or reversed the gap in {closes} of "
+            f"{n} cells with a TensorFlow advantage (gap closed: "
+            + _join(f"{float(v):.0%}" for v in with_gap["gap_closed"]) + ")")
+    compiled = rows[(rows["counterfactual"] == "PyTorch torch.compile")
+                    & (rows["verdict"] != "no TensorFlow advantage to explain")]
+    if len(compiled):
+        ours += (f"; PyTorch with torch.compile did so in "
+                 f"{sum(v in GAP_CLOSES for v in compiled['verdict'])} of {len(compiled)}")
+    return {"verdict": verdict, "ours": ours, "notes": notes}
+
+
 def claims_section(numbering: Numbering, data: Inputs) -> dict:
     catalog = load_claims()
     rows, per_paper, counts = [], {}, {v: 0 for v in VERDICTS}
     for claim in catalog["claims"]:
         result = evaluate_claim(claim, data.comparisons, data.cell_stats, data.tests,
-                                data.trials)
+                                data.trials, data.gaps)
         counts[result["verdict"]] += 1
         row = {**claim, **result, "verdict_class": result["verdict"].replace(" ", "-"),
                "differences": " ".join([*result["notes"], claim["differences"]]).strip()}
@@ -997,6 +1053,163 @@ def claims_section(numbering: Numbering, data: Inputs) -> dict:
     return {"table": table, "rows": rows, "counts": counts, "papers": catalog["papers"],
             "per_paper": per_paper}
 
+
+
+# --- why: the ablation, where the time goes, patel2023's explanation tested ---------------------
+
+def why_section(numbering: Numbering, data: Inputs) -> dict:
+    """The "why" section: one generated paragraph per ablation group, the decomposition table,
+    the counterfactual mode tests (patel2023's explanation), and a summary of those tests."""
+    from fwbench.ablation import explain
+
+    paragraphs = explain(data.ablation, data.gaps, data.profiles)
+    experiments = _unique(data.ablation, "experiment")
+    by_experiment = [{"experiment": e, "paragraphs": [p for p in paragraphs
+                                                      if str(p["key"].get("experiment")) == e]}
+                     for e in experiments]
+    return {
+        "experiments": by_experiment,
+        "absent": (None if paragraphs else
+                   "This run has no ablation (config key `ablation`): no factor was varied from "
+                   "each framework's defaults towards matched settings, so the gap is not "
+                   "decomposed." + (f" ({data.problems['ablation']}.)"
+                                    if "ablation" in data.problems else "")),
+        "decomposition": decomposition_table(numbering, data),
+        "gaps": gap_table(numbering, data),
+        "patel": patel_gap_summary(data.gaps),
+        "profiled": int(data.profiles["cell_id"].nunique()) if "cell_id" in data.profiles else 0,
+    }
+
+
+def _log_interval(row, low: str, high: str, notes: Notes, reason: str) -> object:
+    return _interval(row, low, high, notes, reason, fmt=lambda v: f"{float(v):+.3f}")
+
+
+def decomposition_table(numbering: Numbering, data: Inputs) -> dict:
+    frame, notes, rows = data.ablation, Notes(), []
+    if "row" in frame:
+        keys = [k for k in ("run", "experiment", "device", "model", "phase", "batch_size",
+                            "input_shape") if k in frame]
+        for key, group in frame.groupby(keys, sort=True):
+            first = group.iloc[0]
+            rows.append({"group": f"{first['model']} {first['phase']}, batch "
+                                  f"{_text(first['batch_size'])}, {first['input_shape']}, "
+                                  f"{first['device']} ({first['method']})"})
+            for _, r in group.sort_values("step", kind="stable").iterrows():
+                why = r["reason"] if not missing(r.get("reason")) and r["reason"] else \
+                    f"{r['status']}"
+                reason = f"{r['status']}: {why}" if r["status"] != "measured" else why
+                rows.append([
+                    {"total": "gap at defaults", "residual": "residual"}.get(
+                        r["row"], str(r["factor"])),
+                    _text(r["profile"]) if not missing(r.get("profile")) else "—",
+                    _text(r["mode"]) if not missing(r.get("mode")) else "—",
+                    _get(r, "ratio", notes, reason, sig),
+                    _get(r, "contribution", notes, reason, lambda v: f"{float(v):+.3f}"),
+                    _log_interval(r, "contribution_ci_low", "contribution_ci_high", notes,
+                                  reason),
+                    _get(r, "share", notes, "the gap at defaults is not established (its "
+                         "interval contains 0), or the step was not measured",
+                         lambda v: f"{float(v):.0%}"),
+                    _text(r["note"]) if not missing(r.get("note")) else "",
+                ])
+    return _table(
+        numbering, "decomposition",
+        "The PyTorch/TensorFlow gap decomposed: the ratio of median times with each framework's "
+        "defaults, after each factor is matched, and what remains (residual). Contributions are "
+        "on log time, so they add up: contributions + residual = the gap at defaults; > 0 means "
+        "matching the factor lowered PyTorch's time relative to TensorFlow's. Intervals: "
+        "percentile bootstrap over trials within each arm.",
+        ["Step", "Profile", "Mode pair", "Ratio after", "Contribution", "Interval",
+         "Share of the gap", "Remark"], rows, notes,
+        "No decomposition: this run has no ablation.",
+        classes=["", "", "", "num", "num", "num", "num", ""])
+
+
+def gap_table(numbering: Numbering, data: Inputs) -> dict:
+    frame, notes, rows = data.gaps, Notes(), []
+    if "counterfactual" in frame:
+        keys = [k for k in ("device", "model", "phase", "batch_size", "input_shape",
+                            "precision", "profile") if k in frame]
+        for key, group in frame.groupby(keys, sort=True):
+            first = group.iloc[0]
+            rows.append({"group": f"{first['model']} {first['phase']}, batch "
+                                  f"{_text(first['batch_size'])}, {first['device']}, "
+                                  f"{first['precision']}, {first['profile']}: baseline PyTorch "
+                                  f"eager / TensorFlow tf.function {sig(first['baseline_ratio'])} "
+                                  f"{fmt_interval(first['baseline_ci_low'], first['baseline_ci_high'])}"})
+            for _, r in group.iterrows():
+                rows.append([
+                    r["counterfactual"], f"{r['pytorch_mode']} / {r['tensorflow_mode']}",
+                    sig(r["ratio"]),
+                    _interval(r, "ratio_ci_low", "ratio_ci_high", notes, "no interval"),
+                    f"{float(r['gap_closed']):.0%}",
+                    _interval(r, "gap_closed_ci_low", "gap_closed_ci_high", notes,
+                              "no interval", fmt=lambda v: f"{float(v):.0%}"),
+                    "yes" if str(r["interleaved"]) == "True" else "no",
+                    r["verdict"],
+                ])
+    return _table(
+        numbering, "gap_tests",
+        "patel2023's explanation tested: from the idiomatic baseline (PyTorch eager against "
+        "TensorFlow tf.function), each counterfactual's PyTorch/TensorFlow ratio with its "
+        "Hodges-Lehmann interval, and the share of the baseline gap it closes on log time (1: "
+        "closed, 0: unchanged, < 0: widened; bootstrap interval). Interleaved: whether the two "
+        "arms were measured as one alternating cell pair.",
+        ["Counterfactual", "PyTorch / TensorFlow mode", "Ratio", "Interval", "Gap closed",
+         "Interval", "Interleaved", "Verdict"], rows, notes,
+        "No counterfactual was measured: the run needs the `idiomatic` mode pair and at least "
+        "one of `eager` and `compiled` on the same cells.",
+        classes=["", "", "num", "num", "num", "num", "", ""])
+
+
+def patel_gap_summary(gaps: pd.DataFrame) -> list[str]:
+    """Sentences answering patel2023: does switching TensorFlow to eager, or PyTorch to
+    torch.compile, close TensorFlow's CPU advantage?"""
+    if gaps is None or gaps.empty or "counterfactual" not in gaps:
+        return ["Not tested in this run: it needs PyTorch eager against TensorFlow tf.function "
+                "and at least one counterfactual mode pair (`eager`, `compiled`) on CPU cells."]
+    cpu = gaps[gaps["device"].astype(str) == "cpu"]
+    if cpu.empty:
+        return ["Not tested in this run: no CPU cell has the counterfactual modes."]
+    out = []
+    advantage = cpu[cpu["verdict"] != "no TensorFlow advantage to explain"]
+    cells = cpu.drop_duplicates(["model", "phase", "batch_size", "input_shape", "precision",
+                                 "profile"])
+    adv_cells = advantage.drop_duplicates(["model", "phase", "batch_size", "input_shape",
+                                           "precision", "profile"])
+    out.append(f"TensorFlow (tf.function) was shown faster than PyTorch (eager) in "
+               f"{len(adv_cells)} of {len(cells)} CPU cells with the counterfactual modes "
+               f"(baseline ratios {_span_ratio(cells['baseline_ratio'])}).")
+    for name in ("TensorFlow eager", "PyTorch torch.compile", "TensorFlow XLA"):
+        part = advantage[advantage["counterfactual"] == name]
+        if part.empty:
+            continue
+        tally = part["verdict"].value_counts()
+        out.append(f"{name}: " + _join(f"{n} {v}" for v, n in tally.items())
+                   + f" (gap closed {_span_pct(part['gap_closed'])}).")
+    if len(out) == 1 and not advantage.empty:
+        out.append("No counterfactual was measured on those cells.")
+    if advantage.empty:
+        out.append("With no TensorFlow advantage on the CPU, there is nothing for the static "
+                   "graph or XLA to explain in this run.")
+    return out
+
+
+def _span_ratio(values) -> str:
+    values = sorted(float(v) for v in values if not missing(v))
+    if not values:
+        return "none"
+    return sig(values[0]) if len(values) == 1 else f"{sig(values[0])} to {sig(values[-1])}"
+
+
+def _span_pct(values) -> str:
+    values = sorted(float(v) for v in values if not missing(v))
+    if not values:
+        return "unknown"
+    if len(values) == 1:
+        return f"{values[0]:.0%}"
+    return f"{values[0]:.0%} to {values[-1]:.0%}"
 
 # --- figures ------------------------------------------------------------------------------------
 
@@ -1047,6 +1260,9 @@ def make_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, figs.F
                                         "carry no telemetry time series yet (each trial's "
                                         "telemetry.csv side file holds it)."),
     }
+    out["ablation_waterfall"] = figs.waterfall(data.ablation, folder)
+    out["time_breakdown"] = figs.time_breakdown(data.profiles, folder,
+                                                cell_stats=data.cell_stats)
     out.update(_patel_figures(data, folder, failures))
     out.update(_florencio_figures(data, folder))
     out["tian"] = figs.Figure(
@@ -1162,6 +1378,7 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
                          "comparisons": comparison_table(numbering, data, failures),
                          "cells": cell_table(numbering, data, failures),
                          "tests_summary": tests_summary_table(numbering, data, "Appendix C")}
+    context["why"] = why_section(numbering, data)
     context["claims"] = claims_section(numbering, data)
     context["figures"] = {key: _figure(numbering, f, href) for key, f in figures.items()}
     context["paper_figures"] = PAPER_FIGURES
