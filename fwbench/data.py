@@ -692,6 +692,23 @@ class Batches:
         return (order[where], None if offsets is None else offsets[where],
                 None if flips is None else flips[where])
 
+    def plans(self) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Every training batch's plan stacked: sample indices (count, B), crop offsets
+        (count, B, 2) and flips (count, B), None when not augmented (the tf.data graph applies
+        them)."""
+        if not self.shuffle:
+            raise ValueError("evaluation batches are the samples in order: no plan to stack")
+        parts = [self.plan(i) for i in range(self.count)]
+        index = np.stack([p[0] for p in parts])
+        if self.augment is None:
+            return index, None, None
+        return index, np.stack([p[1] for p in parts]), np.stack([p[2] for p in parts])
+
+    @property
+    def normalization(self) -> tuple[np.ndarray, np.ndarray]:
+        """(scale, shift), float32 (1, C, 1, 1): a batch is uint8 · scale − shift."""
+        return self._scale, self._shift
+
     def _epoch_plan(self, epoch: int):
         if epoch not in self._epochs:
             rng = np.random.default_rng([self.seed, epoch])

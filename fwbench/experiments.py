@@ -69,6 +69,7 @@ DATA_DEFAULTS = {
     "augment": None,          # None: the data set's default (CIFAR-10 yes, MNIST no)
     "eval_batch_size": None,  # None: the cell's batch size
     "initial_weights": None,  # .npz from write_initial_weights; None: built in the trial
+    "pipeline": "framework",  # "framework": DataLoader / tf.data; "numpy": the same loop in both
 }
 _SHAPES = {tuple(spec.input_shape): name for name, spec in datasets.DATASETS.items()}
 
@@ -96,6 +97,8 @@ def data_settings(settings: dict, cell: Cell) -> dict:
     if opts["optimizer"] not in OPTIMIZERS:
         raise ConfigError(f"data.optimizer must be one of {sorted(OPTIMIZERS)}, "
                           f"got {opts['optimizer']!r}")
+    if opts["pipeline"] not in ("framework", "numpy"):
+        raise ConfigError(f"data.pipeline must be framework or numpy, got {opts['pipeline']!r}")
     if opts["schedule"] not in ("constant", "cosine"):
         raise ConfigError(f"data.schedule must be constant or cosine, got {opts['schedule']!r}")
     for key in ("steps", "epochs"):
@@ -345,13 +348,16 @@ def _start(settings: dict, experiment: str) -> _Run:
     weights, weights_info = _initial_weights(opts, cell, settings["seed"])
     r = recipe(opts)
     trainer = framework.Trainer(cell, r, weights, weight_decay=float(opts["weight_decay"]),
-                                channels_last=in_force.get("layout", "").startswith("NHWC"))
+                                channels_last=in_force.get("layout", "").startswith("NHWC"),
+                                pipeline=opts["pipeline"])
     del weights
     _progress(f"{cell.id} trial {settings.get('trial')}: {experiment} on {data.source} "
               f"({len(data.train_labels)} training, {len(data.test_labels)} test images)")
     return _Run(cell, opts, data, augment, trainer, framework.LAYOUT, settings["seed"], in_force,
                 {**backend.versions(), **provenance.framework_runtime(cell.framework)},
-                weights_info, r, settings.get("gpu_uuids") or [], framework.INPUT_PIPELINE)
+                weights_info, r, settings.get("gpu_uuids") or [],
+                framework.INPUT_PIPELINE if opts["pipeline"] == "framework" else
+                "numpy batches (fwbench.data.Batches) converted in the training loop, no loader")
 
 
 def run_epoch(settings: dict) -> dict:

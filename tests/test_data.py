@@ -233,3 +233,12 @@ def test_both_frameworks_receive_identical_batches(generated):
     for (tx, ty), (fx, fy) in zip(torch_batches, tf_batches):
         assert tx.dtype == fx.dtype == np.float32
         assert np.array_equal(tx, fx) and np.array_equal(ty, fy)
+    # data.pipeline "numpy" (the same Python loop in both) feeds the very same batches.
+    for module, reference, back in ((P, torch_batches, (0, 1, 2, 3)), (T, tf_batches, (0, 3, 1, 2))):
+        plain = list(module.host_batches(D.Batches.epoch(data, 16, layout=module.LAYOUT, **common),
+                                         None, "numpy"))
+        assert all(np.array_equal(x.numpy().transpose(back), rx) and np.array_equal(y.numpy(), ry)
+                   for (x, y), (rx, ry) in zip(plain, reference))
+    # Evaluation batches through tf.data: in order, the last one partial.
+    evaluation = [y.numpy() for _, y in T.loader(D.Batches.evaluation(data, 16, layout="NHWC"))]
+    assert [len(y) for y in evaluation] == [16, 14]

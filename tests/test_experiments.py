@@ -143,9 +143,11 @@ def test_convergence_on_cifar10_files_with_augmentation_in_tensorflow(tmp_path):
     cell = _cell("tensorflow", shape=(3, 32, 32), batch=40)
     p = _run("run_convergence", _settings(cell, {
         "dataset": "cifar10", "data_dir": str(tmp_path), "epochs": 2, "optimizer": "adam",
+        "pipeline": "numpy",
         "schedule": "cosine", "weight_decay": 5e-4, "target_accuracy": 1.0}))
     assert p["data_source"] == "generated"
     assert p["settings_in_force"]["augmentation"]["random_crop_padding"] == 4
+    assert p["settings_in_force"]["input_pipeline"].startswith("numpy batches")
     assert [e["learning_rate"] for e in p["epochs"]] == [0.001, 0.0005]
     assert p["optimizer"]["weight_decay"] == 5e-4 and p["optimizer"]["name"] == "adam"
     assert p["time_to_accuracy_ns"] is None  # 100% is out of reach: never a made-up time

@@ -44,6 +44,15 @@ def loader(batches, device: torch.device) -> DataLoader:
                       pin_memory=device.type == "cuda")
 
 
+def host_batches(batches, device: torch.device, pipeline: str = "framework"):
+    """``batches`` as host tensors: through the DataLoader (``framework``, the default), or
+    straight from numpy (``numpy``: the same Python loop in both frameworks, so the host-side
+    work is equal and only the framework's compute differs)."""
+    if pipeline == "numpy":
+        return ((torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches)
+    return loader(batches, device)
+
+
 def export_initial_weights(model: str, input_shape, num_classes: int, seed: int) -> dict:
     """PyTorch's initialisation of ``model`` from ``seed``, as numpy: every parameter and buffer
     (``arrays``, keyed like the state dict) and the module each belongs to (``modules``: name,
@@ -77,8 +86,9 @@ class Trainer:
     """
 
     def __init__(self, cell, recipe: dict, weights: dict, *, weight_decay: float = 0.0,
-                 channels_last: bool = False):
+                 channels_last: bool = False, pipeline: str = "framework"):
         self.cell = cell
+        self.pipeline = pipeline
         self.device = torch.device(cell.device)
         self.model = models.build_model(cell.model, cell.input_shape, cell.num_classes)
         state = {k: torch.from_numpy(np.array(v)) for k, v in weights["arrays"].items()}
@@ -111,7 +121,7 @@ class Trainer:
         """One pass of training steps over ``batches``; the losses, still on the device."""
         self.model.train()
         losses = []
-        for x, y in loader(batches, self.device):
+        for x, y in host_batches(batches, self.device, self.pipeline):
             losses.append(self._step(self._put(x), y.to(self.device, non_blocking=True)))
         return losses
 
@@ -132,7 +142,7 @@ class Trainer:
         """Run ``batches`` through the input pipeline onto the device, no model: the pipeline's
         own share of a timed run. Returns the number of batches."""
         count = 0
-        for x, y in loader(batches, self.device):
+        for x, y in host_batches(batches, self.device, self.pipeline):
             self._put(x)
             y.to(self.device, non_blocking=True)
             count += 1
@@ -149,7 +159,7 @@ class Trainer:
         self.model.eval()
         predictions = []
         with torch.inference_mode(), self._autocast():
-            for x, _ in loader(batches, self.device):
+            for x, _ in host_batches(batches, self.device, self.pipeline):
                 predictions.append(self.forward(self._put(x)).argmax(1))
         self.model.train()
         return torch.cat(predictions).cpu().numpy()
