@@ -216,8 +216,8 @@ def _replica(settings: dict, strategy: str, world_size: int, rank: int):
 
 
 def run_rank(settings: dict, rank: int, *, probe: bool = False) -> dict:
-    """Measure one rank of the distributed trial in ``settings`` (or, with ``probe``, return its
-    synchronized gradient instead; see the Replica classes' ``probe``)."""
+    """Measure one rank of the distributed trial in ``settings``; with ``probe``, first take one
+    step that records the synchronized gradient (the Replica classes' ``probe``, for tests)."""
     from fwbench.harness import Adaptive
 
     cell = settings["cell"]
@@ -226,11 +226,7 @@ def run_rank(settings: dict, rank: int, *, probe: bool = False) -> dict:
     replica = _replica(settings, strategy, world_size, rank)
     in_force = replica.configure()
     replica.load()
-    if probe:
-        out = replica.probe()
-        replica.barrier()
-        replica.close()
-        return {"rank": rank, "probe": _listify(out)}
+    probed = _listify(replica.probe()) if probe else None
     energy: dict[str, dict] = {}
     uuids = settings.get("gpu_uuids") or []
     on_marker = None
@@ -255,6 +251,7 @@ def run_rank(settings: dict, rank: int, *, probe: bool = False) -> dict:
         "versions": replica.versions(),
         "peak_memory": replica.peak_memory(),
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "probe": probed,
     }
     replica.close()
     return record
@@ -280,6 +277,8 @@ def run_distributed(settings: dict, *, probe: bool = False) -> dict:
     process ones start ``world_size`` rank processes and wait for all of them. ``iteration_ns``
     (and cold start, warm-up, blocks) is, per step, the maximum over ranks; ``per_rank_ns`` keeps
     every rank's own times. Raises Unsupported with the reason when the strategy cannot run here.
+    ``probe`` (for tests) takes one step recording the synchronized gradient before measuring, and
+    adds every rank's record of it as ``probe``.
 
     Usage (what fwbench.trial.measure_trial calls for experiment ``distributed``)::
 
@@ -301,9 +300,10 @@ def run_distributed(settings: dict, *, probe: bool = False) -> dict:
     else:
         records = [run_rank(settings, 0, probe=probe)]
         launcher = "one process driving every device"
+    payload = _payload(records, settings, strategy, world_size, launcher)
     if probe:
-        return {"world_size": world_size, "strategy": strategy, "ranks": records}
-    return _payload(records, settings, strategy, world_size, launcher)
+        payload["probe"] = [r["probe"] for r in records]
+    return payload
 
 
 def _payload(records: list[dict], settings: dict, strategy: str, world_size: int,
@@ -596,7 +596,8 @@ def strategy_comparisons(trials, *, confidence: float = 0.95):
             continue
         framework = key[GROUP_AXES.index("framework")]
         single, multi = (STRATEGY_PAIRS[p].get(framework, p) for p in STRATEGY_PAIRS)
-        a, b = (_ok_throughputs(arms["single_process"], n), _ok_throughputs(arms["multi_process"], n))
+        a = _ok_throughputs(arms["single_process"], n)
+        b = _ok_throughputs(arms["multi_process"], n)
         row = {**dict(zip([*GROUP_AXES, "world_size"], key)), "single_process": single,
                "multi_process": multi, "n_single": a.size, "n_multi": b.size}
         notes = [x for x in (_failure_note(arms["single_process"], n),

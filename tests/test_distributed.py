@@ -194,11 +194,17 @@ def _tensorflow_reference(initial):
 REFERENCES = {"pytorch": _torch_reference, "tensorflow": _tensorflow_reference}
 
 
-@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
-def test_synchronized_gradient_equals_the_single_process_gradient(framework):
-    """DDP (gloo) / MultiWorkerMirroredStrategy over 2 processes, one step."""
-    out = distributed.run_distributed(settings(framework), probe=True)
-    ranks = [r["probe"] for r in out["ranks"]]
+@pytest.fixture(scope="module", params=["pytorch", "tensorflow"])
+def real_run(request):
+    """One real 2-process trial per framework (DDP over gloo, MultiWorkerMirroredStrategy over
+    the gRPC ring): the probed first step, then the timed steps."""
+    s = settings(request.param)
+    return request.param, s, distributed.run_distributed(s, probe=True)
+
+
+def test_synchronized_gradient_equals_the_single_process_gradient(real_run):
+    framework, _, out = real_run
+    ranks = out["probe"]
     assert [r["indices"] for r in ranks] == [[0, 2, 4], [1, 3, 5]]  # disjoint shards
     expected = REFERENCES[framework](ranks[0]["initial"])
     for rank in ranks:
@@ -212,10 +218,8 @@ def test_synchronized_gradient_equals_the_single_process_gradient(framework):
                                   np.concatenate([np.ravel(a) for a in ranks[1]["after_step"]]))
 
 
-@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
-def test_a_distributed_trial_reports_every_rank(framework):
-    s = settings(framework)
-    payload = distributed.run_distributed(s)
+def test_a_distributed_trial_reports_every_rank(real_run):
+    framework, s, payload = real_run
     assert payload["world_size"] == WORLD
     assert payload["strategy"] == {"pytorch": "ddp", "tensorflow": "multiworker"}[framework]
     assert payload["global_batch_size"] == BATCH * WORLD

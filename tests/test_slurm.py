@@ -65,8 +65,8 @@ def _cluster_environment() -> dict[str, str]:
     """The environment that reaches the test cluster, or a skip saying how to start one."""
     conf = os.environ.get("SLURM_CONF") or str(CLUSTER_DIR / "slurm.conf")
     if not shutil.which("sinfo") or not Path(conf).exists():
-        pytest.skip("no SLURM test cluster: run scripts/slurm/install.sh and scripts/slurm/start.sh "
-                    "as root (or `make test-slurm`, which does both)")
+        pytest.skip("no SLURM test cluster: run scripts/slurm/install.sh and "
+                    "scripts/slurm/start.sh as root (or `make test-slurm`, which does both)")
     env = {**os.environ, "SLURM_CONF": conf}
     proc = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=env, capture_output=True,
                           text=True, timeout=30)

@@ -33,7 +33,7 @@ STRATEGIES = {"dp": "single_process", "ddp": "multi_process"}
 
 
 def check_available(strategy: str, device: str, world_size: int) -> str | None:
-    """The reason ``strategy`` cannot run over ``world_size`` devices of kind ``device``, or None."""
+    """Why ``strategy`` cannot run over ``world_size`` devices of kind ``device``, or None."""
     if strategy not in STRATEGIES:
         return f"PyTorch has no strategy {strategy!r}; it runs {', '.join(STRATEGIES)}"
     if strategy == "dp" and device != "cuda":
@@ -79,7 +79,8 @@ class Replica:
         cuda = self.cell.device == "cuda"
         if cuda:
             torch.cuda.set_device(self.local_rank if self.strategy == "ddp" else 0)
-        self.device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
+        self.device = torch.device("cuda", torch.cuda.current_device()) if cuda else (
+            torch.device("cpu"))
         communication = None
         if self.strategy == "ddp":
             communication = "nccl" if cuda else "gloo"

@@ -35,7 +35,7 @@ STRATEGIES = {"mirrored": "single_process", "multiworker": "multi_process"}
 
 
 def check_available(strategy: str, device: str, world_size: int) -> str | None:
-    """The reason ``strategy`` cannot run over ``world_size`` devices of kind ``device``, or None."""
+    """Why ``strategy`` cannot run over ``world_size`` devices of kind ``device``, or None."""
     if strategy not in STRATEGIES:
         return f"TensorFlow has no strategy {strategy!r}; it runs {', '.join(STRATEGIES)}"
     if strategy == "mirrored" and device != "cuda":
@@ -139,13 +139,15 @@ class Replica:
                 self.optimizer = keras.optimizers.LossScaleOptimizer(
                     self.optimizer, initial_scale=LOSS_SCALE_INITIAL)
             self.optimizer.build(self.model.trainable_variables)
-        self.x, self.y = _unzip(self.distribution.experimental_distribute_values_from_function(shard))
+        values = self.distribution.experimental_distribute_values_from_function(shard)
+        self.x, self.y = _unzip(values)
         if c.device == "cuda":
             for i in range(len(tf.config.list_physical_devices("GPU"))):
                 tf.config.experimental.reset_memory_stats(f"GPU:{i}")
 
     def step(self):
-        distribution, model, loss_fn, opt = self.distribution, self.model, self.loss_fn, self.optimizer
+        distribution, model = self.distribution, self.model
+        loss_fn, opt = self.loss_fn, self.optimizer
         mode = self.cell.framework_mode
 
         def replica_step(x, y):
