@@ -403,6 +403,12 @@ def _group_rows(ident, group, points, arms, ablation, confidence, n_boot, rng) -
                             factor=p.factor, note=note))
             previous, skipped = p, []
         last = previous
+        if skipped or last is start and len(points) > 1 and any(
+                not p.reason for p in points[1:]):
+            residual_note = (f"at {last.profile}/{last.mode}/{last.precision}, the last measured "
+                             "point: the listed factors after it are not all measured")
+        else:
+            residual_note = ""
     else:
         variable = [f for f in ablation["factors"] if not factor_reason(f, ident["device"])]
         by_set = {p.matched: p for p in measured}
@@ -434,10 +440,12 @@ def _group_rows(ident, group, points, arms, ablation, confidence, n_boot, rng) -
                     boot = boot + weight * (reps[before] - reps[after])
             rows.append(row("factor", p, value, boot, step=k, factor=f))
         last = by_set.get(frozenset(variable), start) if complete else None
+        residual_note = ""
     if last is not None:
         rows.append(row("residual", last, g[last], reps[last], step=len(ablation["factors"]) + 1,
                         factor="residual",
-                        note="PyTorch/TensorFlow log ratio with every listed factor matched"))
+                        note=residual_note or "PyTorch/TensorFlow log ratio with every listed "
+                                              "factor matched"))
     else:
         rows.append(row("residual", None, None, None, step=len(ablation["factors"]) + 1,
                         factor="residual", status="not measured",
@@ -596,6 +604,16 @@ FACTOR_LABELS = {
 }
 
 
+SHORT_LABELS = {"threads": "threads", "tf32": "TF32", "cudnn_autotune": "cuDNN autotuning",
+                "layout": "layout", "determinism": "op determinism",
+                "memory_growth": "GPU memory growth"}
+
+
+def _and(items) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def factor_label(factor: str) -> str:
     return FACTOR_LABELS.get(factor, factor)
 
@@ -642,29 +660,35 @@ def explain(decomposition: pd.DataFrame, gaps: pd.DataFrame | None = None,
                 moved.append(f"{factor_label(r['factor'])} was not measured ({r['reason']})")
                 continue
             share = (f", {float(r['share']):.0%} of the gap"
-                     if _present(r.get("share")) else "")
+                     if _present(r.get("share")) and 0 <= float(r["share"]) <= 1 else "")
             ci = (f"; contribution {float(r['contribution']):+.3f} on log time, interval "
                   f"{float(r['contribution_ci_low']):+.3f} to {float(r['contribution_ci_high']):+.3f}")
             after = f"to {_r(r['ratio'])}" if _present(r.get("ratio")) else ""
             verb = ("Matching" if not str(r["factor"]).startswith(("mode=", "precision="))
-                    else "Switching to")
+                    else "Switching")
             moved.append(f"{verb} {factor_label(r['factor'])} moved the ratio from "
                          f"{_r(ratio_before)} {after}{share}{ci}")
             ratio_before = r["ratio"] if _present(r.get("ratio")) else ratio_before
         if moved:
             parts.append("; ".join(moved) + ".")
         if unsupported:
-            names = [factor_label(r["factor"]) for r in unsupported]
+            names = [SHORT_LABELS.get(r["factor"], r["factor"]) for r in unsupported]
             parts.append(f"Not varied on the {ident.get('device', 'device')}: "
-                         + "; ".join(f"{n} ({r['reason']})" for n, r in zip(names, unsupported))
-                         + ".")
+                         + _and(names) + " (each reason is in the decomposition table; threads "
+                         "are equal in every profile).")
         residual = rows[rows["row"] == "residual"]
         if len(residual) and residual.iloc[0]["status"] == "measured":
             res = residual.iloc[0]
             share = (f" ({float(res['share']):.0%} of the gap at defaults)"
-                     if _present(res.get("share")) else "")
-            parts.append(f"With every listed factor matched, {_gap_sentence(res['ratio'])}: "
-                         f"this residual{share} is what none of the listed factors explains.")
+                     if _present(res.get("share")) and 0 <= float(res["share"]) <= 1 else "")
+            if "last measured" in str(res.get("note") or ""):
+                parts.append(f"At the last measured point ({res['profile']}, {res['mode']}), "
+                             f"{_gap_sentence(res['ratio'])}; the steps after it were not "
+                             "measured, so no residual is claimed.")
+            else:
+                parts.append(f"With every listed factor matched, {_gap_sentence(res['ratio'])}:"
+                             f" this residual{share} is what none of the listed factors "
+                             "explains.")
         parts.extend(_profile_sentences(profiles, ident, rows))
         parts.extend(_gap_test_sentences(gaps, ident))
         title = (f"{ident.get('model')} {ident.get('phase')}, batch {ident.get('batch_size')}, "

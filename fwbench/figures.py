@@ -497,12 +497,15 @@ def waterfall(decomposition, folder: Path, *, key="ablation_waterfall") -> Figur
                "framework's defaults (first bar), after each factor is matched in turn (a step "
                "down: the factor had made PyTorch look slower), and with every listed factor "
                "matched (last bar, the residual). Whiskers: bootstrap intervals over trials. "
-               "Factors the device cannot vary are marked n/a." + more)
+               "Factors the device cannot vary are marked n/a; steps whose trials did not end "
+               "ok, not run." + more)
     return Figure(key, title, caption, file=file)
 
 
 def _draw_waterfall(ax, group) -> None:
-    labels, level = [], None
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    labels, level, values, seen = [], None, [1.0], set()
     for x, (_, r) in enumerate(group.iterrows()):
         kind = r["row"]
         if kind == "total":
@@ -514,30 +517,40 @@ def _draw_waterfall(ax, group) -> None:
                           .replace("memory_growth", "mem. growth"))
         value = r.get("contribution")
         if missing(value):
-            ax.text(x, 1.0, "n/a", ha="center", va="bottom", fontsize=6, color="#666666",
-                    rotation=90)
+            text = "n/a" if r.get("status") == "unsupported" else "not run"
+            ax.text(x, 0.03, text, ha="center", va="bottom", fontsize=6, color="#666666",
+                    rotation=90, transform=ax.get_xaxis_transform())
             continue
         value = float(value)
         low, high = float(r["contribution_ci_low"]), float(r["contribution_ci_high"])
         if kind in ("total", "residual"):
-            bottom, top = 0.0, value
-            colour = "#7f7f7f"
-            err = (low, high)
+            bottom, top, err, colour, label = 0.0, value, (low, high), "#7f7f7f", None
             level = value
         else:
             bottom, top = level, level - value
-            colour = FRAMEWORK_COLOURS["pytorch" if value > 0 else "tensorflow"]
             err = (level - high, level - low)
+            lowers = value > 0
+            colour = FRAMEWORK_COLOURS["pytorch" if lowers else "tensorflow"]
+            label = "matching lowers the ratio" if lowers else "matching raises the ratio"
             level = top
         ax.bar(x, math.exp(top) - math.exp(bottom), bottom=math.exp(bottom), width=0.6,
-               color=colour)
+               color=colour, label=None if label in seen else label)
+        seen.add(label)
         ax.plot([x, x], [math.exp(err[0]), math.exp(err[1])], color="black", linewidth=0.8)
+        values += [math.exp(v) for v in (top, bottom, *err)]
     ax.axhline(1.0, color="black", linewidth=0.6)
     ax.set_yscale("log")
+    ax.set_ylim(min(values) / 1.4, max(values) * 1.4)
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
     ax.set_ylabel("PyTorch / TensorFlow time")
     ax.set_title(_group_title(group.iloc[0]), fontsize=8)
-    ax.grid(axis="y", which="both", color="#eeeeee", linewidth=0.5)
+    ax.set_axisbelow(True)
+    ax.grid(axis="y", which="major", color="#eeeeee", linewidth=0.5)
+    if seen - {None}:
+        ax.legend(loc="best", frameon=False, fontsize=6)
 
 
 def time_breakdown(profiles, folder: Path, *, key="time_breakdown", cell_stats=None) -> Figure:

@@ -193,3 +193,21 @@ def test_an_unsupported_ablation_cell_is_a_profile_with_its_reason(tmp_path, tin
     assert result["status"] == "unsupported" and "TF32" in result["message"]
     table = profiling.collect_profiles([tmp_path / "profile.json"])
     assert list(table["status"]) == ["unsupported"] and table["category"].isna().all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
+def test_on_a_real_gpu_host_overhead_is_read_from_device_kernels(tmp_path, tiny_config, framework):
+    """The GPU path, on an NVIDIA machine: `pytest -m gpu tests/test_profiling.py`."""
+    import shutil
+
+    if not shutil.which("nvidia-smi"):
+        pytest.skip("no NVIDIA GPU here (nvidia-smi not found)")
+    settings = _settings({**tiny_config, "devices": ["cuda"], "phases": ["train"]}, framework)
+    result = profiling.run_profile(settings, tmp_path / "profile.json")
+    if result["status"] == "unsupported":
+        pytest.skip(result["message"])
+    assert result["status"] == "ok", result["message"]
+    p = result["profile"]
+    assert "device idle" in p["basis"], p["notes"]
+    assert p["per_step_ns"]["convolution"] > 0 and p["per_step_ns"]["matmul"] > 0
