@@ -148,7 +148,8 @@ def write_initial_weights(model: str, input_shape, num_classes: int, seed: int, 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.npz")
     header = json.dumps({"modules": weights["modules"], "meta": weights["meta"]})
-    np.savez(tmp, __header__=np.array(header), **{f"w/{k}": v for k, v in weights["arrays"].items()})
+    arrays = {f"w/{k}": v for k, v in weights["arrays"].items()}
+    np.savez(tmp, __header__=np.array(header), **arrays)
     os.replace(tmp, path)
     return weights
 

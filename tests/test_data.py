@@ -159,10 +159,11 @@ def test_offline_the_data_rule_uses_the_subset_for_mnist_only(tmp_path):
     json.dumps(manifest)  # the rule writes it as JSON
     with pytest.raises(D.DataError) as err:
         D.download_data("cifar10", tmp_path, spec=offline["cifar10"])
-    assert "cifar-10-python.tar.gz" in str(err.value) and D.CIFAR10.files[0].sha256 in str(err.value)
+    assert "cifar-10-python.tar.gz" in str(err.value)
+    assert D.CIFAR10.files[0].sha256 in str(err.value)
 
 
-# --- batches ---------------------------------------------------------------------------------------
+# --- batches -------------------------------------------------------------------------------
 
 def _reference(data, batches, i):
     """Batch ``i`` built sample by sample, the torchvision way: pad, crop, flip, normalize."""
@@ -234,7 +235,8 @@ def test_both_frameworks_receive_identical_batches(generated):
         assert tx.dtype == fx.dtype == np.float32
         assert np.array_equal(tx, fx) and np.array_equal(ty, fy)
     # data.pipeline "numpy" (the same Python loop in both) feeds the very same batches.
-    for module, reference, back in ((P, torch_batches, (0, 1, 2, 3)), (T, tf_batches, (0, 3, 1, 2))):
+    for module, reference, back in ((P, torch_batches, (0, 1, 2, 3)),
+                                    (T, tf_batches, (0, 3, 1, 2))):
         plain = list(module.host_batches(D.Batches.epoch(data, 16, layout=module.LAYOUT, **common),
                                          None, "numpy"))
         assert all(np.array_equal(x.numpy().transpose(back), rx) and np.array_equal(y.numpy(), ry)
