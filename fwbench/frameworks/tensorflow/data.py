@@ -203,8 +203,9 @@ class Trainer:
                           else np.concatenate([x for x, _ in batches]))
                 return np.argmax(self.model.predict(images, verbose=0,
                                                     batch_size=batches.batch_size), axis=1)
-            return np.concatenate([self._predict(x).numpy()
-                                   for x, _ in host_batches(batches, None, self.pipeline)])
+            # Kept on the device until the end, as on the PyTorch side: one transfer, one sync.
+            return tf.concat([self._predict(x) for x, _ in
+                              host_batches(batches, None, self.pipeline)], axis=0).numpy()
 
     def _predict_step(self, x):
         return tf.argmax(self.model(x, training=False), axis=1)
