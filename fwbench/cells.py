@@ -33,6 +33,9 @@ class Cell:
     mode: str
     profile: str
     num_classes: int = 10
+    # Distributed cells only: the strategy pair (fwbench.distributed) and the device count.
+    strategy: str | None = None
+    world_size: int = 1
 
     @property
     def shape_name(self) -> str:
@@ -41,10 +44,9 @@ class Cell:
     @property
     def name(self) -> str:
         """The cell's folder name, e.g. ``train-b32-3x32x32-fp32-idiomatic-matched``."""
-        return (
-            f"{self.phase}-b{self.batch_size}-{self.shape_name}"
-            f"-{self.precision}-{self.mode}-{self.profile}"
-        )
+        name = (f"{self.phase}-b{self.batch_size}-{self.shape_name}"
+                f"-{self.precision}-{self.mode}-{self.profile}")
+        return f"{name}-{self.strategy}-w{self.world_size}" if self.strategy else name
 
     @property
     def id(self) -> str:

@@ -98,12 +98,17 @@ def _check_cross_fields(config: dict) -> None:
         )
 
 
-def check_threads(config: dict, cores: int) -> None:
-    """Refuse a thread count above the cores the scheduler grants, naming both."""
-    if config["threads"] > cores:
+def check_threads(config: dict, cores: int, needed: int | None = None) -> None:
+    """Refuse a thread count above the cores the scheduler grants, naming both.
+
+    ``needed`` is the most any trial takes (threads times the processes of a distributed cell).
+    """
+    needed = needed or config["threads"]
+    if needed > cores:
         raise ConfigError(
-            f"config key 'threads': {config['threads']} threads per trial but Snakemake grants "
-            f"{cores} core(s); run with --cores {config['threads']} or more, or lower 'threads'."
+            f"config key 'threads': trials need {needed} threads ({config['threads']} per "
+            f"process) but Snakemake grants {cores} core(s); run with --cores {needed} or more, "
+            f"or lower 'threads'."
         )
 
 

@@ -90,21 +90,38 @@ class Plan:
             "timeout_s": c["timeout_s"],
             "memory_limit_mb": c["memory_limit_mb"],
             "telemetry": c["telemetry"],
+            "data": c["data"],
         }
+
+    def data_path(self) -> str | None:
+        """The record of the verified data set, for the experiments that read one."""
+        if self.config["experiment"] in ("epoch", "convergence"):
+            return f"results/{self.run}/environment/data.json"
+        return None
+
+    def threads(self, trial: Trial) -> int:
+        """CPU threads the job takes: per process, times the processes of a distributed cell."""
+        return self.config["threads"] * trial.cell.world_size
 
 
 def _cells(config: dict):
+    distributed = [(None, 1)]
+    if config["experiment"] == "distributed":
+        d = config["distributed"]
+        distributed = list(itertools.product(d["strategies"], d["world_sizes"]))
     for model, spec in config["models"].items():
         axes = itertools.product(
             config["devices"], config["frameworks"], config["phases"], config["batch_sizes"],
             spec["input_shapes"], config["precisions"], config["modes"], config["profiles"],
+            distributed,
         )
-        for device, framework, phase, batch, shape, precision, mode, profile in axes:
+        for device, framework, phase, batch, shape, precision, mode, profile, (strategy, world) \
+                in axes:
             yield Cell(
                 experiment=config["experiment"], device=device, framework=framework,
                 model=model, phase=phase, batch_size=batch, input_shape=tuple(shape),
                 precision=precision, mode=mode, profile=profile,
-                num_classes=spec["num_classes"],
+                num_classes=spec["num_classes"], strategy=strategy, world_size=world,
             )
 
 

@@ -23,7 +23,7 @@ JSON_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "rules" / "schemas" / "trial.schema.yaml"
 
 AXES = ["experiment", "device", "framework", "model", "phase", "batch_size", "input_shape",
-        "precision", "mode", "profile"]
+        "precision", "mode", "profile", "strategy", "world_size"]
 
 
 def write_json(data: dict, path: str | os.PathLike) -> None:
@@ -70,6 +70,23 @@ def load_trial(path: str | os.PathLike) -> dict:
     return validate_trial(data, str(path))
 
 
+# Payload fields every experiment reports; anything else an experiment adds goes to "details".
+MEASURED = {"cold_start_ns", "warmup_ns", "warmup_steady", "iteration_ns", "stop_reason",
+            "block_size", "block_ns", "markers_ns", "energy_mj", "settings_in_force", "versions",
+            "peak_rss_bytes", "peak_memory"}
+
+
+def samples_per_iteration(cell: dict, details: dict) -> int:
+    """Samples one timed iteration processes: a batch, an epoch-long run, an epoch, or the
+    global batch of a distributed step."""
+    batch = cell["batch_size"]
+    if cell["experiment"] == "epoch":
+        return batch * details.get("steps", 1)
+    if cell["experiment"] == "convergence" and details.get("epochs"):
+        return batch * details["epochs"][0]["steps"]
+    return details.get("global_batch_size", batch)
+
+
 def make_result(settings: dict, outcome, *, started_at: str, ended_at: str,
                 workflow: dict) -> dict:
     """The trial result: what was asked (settings), what happened (outcome), and when."""
@@ -99,6 +116,7 @@ def make_result(settings: dict, outcome, *, started_at: str, ended_at: str,
         "versions": payload.get("versions", {}),
         "peak_rss_bytes": payload.get("peak_rss_bytes"),
         "peak_memory": payload.get("peak_memory"),
+        "details": {k: v for k, v in payload.items() if k not in MEASURED},
         "started_at": started_at,
         "ended_at": ended_at,
         "workflow": workflow,
@@ -109,7 +127,8 @@ def make_result(settings: dict, outcome, *, started_at: str, ended_at: str,
 
 def _axes(result: dict) -> dict:
     cell = result["cell"]
-    row = {k: cell[k] for k in AXES}
+    row = {k: cell.get(k) for k in AXES}
+    row["world_size"] = cell.get("world_size", 1)
     row["input_shape"] = "x".join(map(str, cell["input_shape"]))
     return {"run": result["run"], "cell_id": result["cell_id"], "pair_id": result["pair_id"], **row}
 
@@ -127,6 +146,7 @@ def trial_row(result: dict) -> dict:
         "warmup_iterations": len(result["warmup_ns"]),
         "warmup_steady": result["warmup_steady"],
         "n_iterations": len(times),
+        "samples_per_iteration": samples_per_iteration(result["cell"], result["details"]),
         "stop_reason": result["stop_reason"],
         "block_ns_per_iteration": (statistics.median(result["block_ns"]) / result["block_size"]
                                    if result["block_ns"] else None),

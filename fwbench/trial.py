@@ -9,6 +9,7 @@ backend, the harness, and the energy counter read at each phase marker.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
@@ -24,6 +25,12 @@ from fwbench.models import check_input
 from fwbench.supervisor import supervise
 
 ENTRY = "fwbench.trial:measure_trial"
+# Experiments other than `throughput` measure through their own drivers, in the same child.
+EXPERIMENTS = {
+    "epoch": "fwbench.experiments:run_epoch",
+    "convergence": "fwbench.experiments:run_convergence",
+    "distributed": "fwbench.distributed:run_distributed",
+}
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "TF_NUM_INTRAOP_THREADS")
 
@@ -46,7 +53,7 @@ def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=N
     images.check_runtime(settings["cell"]["framework"], settings.get("images"))  # where it runs
     cell = Cell.from_dict(settings["cell"])
     options = settings["telemetry"]
-    uuids = telemetry.visible_gpu_uuids()[:1] if cell.device == "cuda" else []
+    uuids = telemetry.visible_gpu_uuids()[:cell.world_size] if cell.device == "cuda" else []
     idle = _read_json(idle_path) if idle_path else None
     guard = None
     if options["thermal_guard"]:
@@ -75,9 +82,10 @@ def _summary(sampler, outcome, settings, uuids, idle) -> dict | None:
     markers = outcome.payload.get("markers_ns")
     if not markers:
         return None
+    samples = results.samples_per_iteration(settings["cell"], outcome.payload)
     return telemetry.summarize_phases(
         sampler.out_csv, markers, outcome.payload.get("energy_mj"),
-        settings["cell"]["batch_size"], len(outcome.payload["iteration_ns"]),
+        samples, len(outcome.payload["iteration_ns"]),
         warmup_iterations=len(outcome.payload["warmup_ns"]), idle=idle, gpu_uuids=uuids,
         meta=sampler.meta)
 
@@ -104,6 +112,9 @@ def measure_trial(settings: dict) -> dict:
     """Measure the cell in ``settings``; returns the fields the result records."""
     cell = Cell.from_dict(settings["cell"])
     os.environ.update(thread_environment(settings["threads"]))
+    if cell.experiment in EXPERIMENTS:
+        module, function = EXPERIMENTS[cell.experiment].split(":")
+        return getattr(importlib.import_module(module), function)(settings)
     reason = check_input(cell.model, cell.input_shape)
     if reason:
         raise Unsupported(reason)

@@ -15,6 +15,18 @@ rule measure_idle:
         " --period {params.period} > {log} 2>&1"
 
 
+rule prepare_data:
+    output:
+        record=f"{RESULTS}/environment/data.json",
+    log:
+        f"logs/{PLAN.run}/prepare_data.log",
+    params:
+        data=lookup(dpath="data", within=config),
+        shapes=get_input_shapes,
+    script:
+        "../scripts/prepare_data.py"
+
+
 rule run_trial:
     input:
         unpack(get_trial_inputs),
@@ -29,7 +41,7 @@ rule run_trial:
         get_container
     params:
         settings=get_trial_settings,
-    threads: lookup(dpath="threads", within=config)
+    threads: get_trial_threads
     resources:
         benchmark_slot=1,
     shell:

@@ -7,8 +7,8 @@ from fwbench.config import check_threads, validate
 from fwbench.plan import Plan
 
 config.update(validate(config))
-check_threads(config, workflow.cores)
 PLAN = Plan.from_config(config)
+check_threads(config, workflow.cores, max(PLAN.threads(t) for t in PLAN.trials))
 RESULTS = PLAN.results_dir()
 # With --use-singularity: each framework's image from containers/images.lock, by digest; stops
 # here, before any job, when a digest is missing (the message names `make pin-images`).
@@ -22,7 +22,7 @@ wildcard_constraints:
     device="cpu|cuda",
     framework="pytorch|tensorflow",
     model="|".join(config["models"]),
-    cell=r"[a-z]+-b\d+-[0-9x]+-[a-z0-9]+-[a-z_]+-[a-z_+]+",
+    cell=r"[a-z]+-b\d+-[0-9x]+-[a-z0-9]+-[a-z_]+-[a-z_+]+(-[a-z_]+-w\d+)?",
     trial=r"\d+",
 
 
@@ -46,10 +46,20 @@ def get_trial_inputs(wildcards):
     this one in its cell group, which must run first (interleaving). The previous trial is not
     ancient: re-measuring it re-measures the rest of its group, so pairs stay interleaved."""
     inputs = {"idle": ancient(PLAN.idle_path())}
+    if PLAN.data_path():
+        inputs["data"] = ancient(PLAN.data_path())
     previous = PLAN.previous(_trial(wildcards))
     if previous:
         inputs["previous"] = previous.path(PLAN.run)
     return inputs
+
+
+def get_input_shapes(wildcards):
+    return sorted({tuple(s) for spec in config["models"].values() for s in spec["input_shapes"]})
+
+
+def get_trial_threads(wildcards):
+    return PLAN.threads(_trial(wildcards))
 
 
 def get_trial_settings(wildcards):

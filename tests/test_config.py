@@ -51,7 +51,7 @@ def test_invalid_config_names_key_and_value(tiny_config, case, mutate, expected)
 
 def test_threads_above_cores_is_refused(tiny_config):
     config = validate({**tiny_config, "threads": 2})
-    with pytest.raises(ConfigError, match="'threads': 2 threads .* grants 1 core"):
+    with pytest.raises(ConfigError, match="'threads': trials need 2 threads .* grants 1 core"):
         check_threads(config, cores=1)
     check_threads(config, cores=2)
 

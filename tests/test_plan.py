@@ -62,3 +62,19 @@ def test_trial_settings_carry_what_the_worker_needs(tiny_config):
     settings = plan.trial_settings(plan.trials[0])
     assert settings["threads"] == 2 and settings["timeout_s"] == 5
     assert settings["memory_limit_mb"] == 4096 and settings["cell"]["input_shape"] == [1, 28, 28]
+
+
+def test_distributed_cells_name_their_strategy_and_take_threads_per_process(tiny_config):
+    plan = _plan(tiny_config, experiment="distributed", phases=["train"], threads=1,
+                 distributed={"strategies": ["multi_process"], "world_sizes": [1, 2]})
+    names = sorted({t.cell.name for t in plan.trials})
+    assert names == ["train-b2-1x28x28-fp32-idiomatic-matched-multi_process-w1",
+                     "train-b2-1x28x28-fp32-idiomatic-matched-multi_process-w2"]
+    assert sorted({plan.threads(t) for t in plan.trials}) == [1, 2]
+
+
+def test_real_data_experiments_name_their_data_record(tiny_config):
+    assert _plan(tiny_config).data_path() is None
+    plan = _plan(tiny_config, experiment="epoch", phases=["train"], data={"steps": 5})
+    assert plan.data_path() == "results/tiny/environment/data.json"
+    assert plan.trial_settings(plan.trials[0])["data"]["steps"] == 5

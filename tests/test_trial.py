@@ -48,3 +48,13 @@ def test_input_too_small_is_unsupported_with_a_reason(tmp_path, tiny_config, fra
     assert result["status"] == "unsupported"
     assert "lenet5" in result["message"] and "8x8" in result["message"]
     assert result["iteration_ns"] == []
+
+
+def test_epoch_cells_run_through_their_experiment(tmp_path, tiny_config):
+    settings = _settings(tiny_config, "pytorch", experiment="epoch", phases=["train"],
+                         batch_sizes=[50], iterations=1, data={"steps": 3})
+    run_trial(settings, tmp_path / "r.json", tmp_path / "e.json", tmp_path / "t.csv")
+    result = load_trial(tmp_path / "r.json")
+    assert result["status"] == "ok", result["message"]
+    assert result["details"]["steps"] == 3 and result["details"]["data_source"]
+    assert len(result["iteration_ns"]) == 1
