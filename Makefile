@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: run resume test test-fast test-tools bench-harness bench-telemetry
+.PHONY: run resume test test-fast test-tools test-slurm bench-harness bench-telemetry
 
 $(INSTALLED): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,12 @@ test-tools:
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils chromium >/dev/null; \
 	else echo "poppler-utils and chromium are missing: the report's reader checks will skip"; fi
+
+# The workflow through Snakemake's SLURM executor on a single-node cluster started here from
+# Debian's packages (needs root; over 2 minutes on 2 cores, so not part of `make test`).
+test-slurm: $(INSTALLED)
+	scripts/slurm/install.sh && scripts/slurm/start.sh
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/pytest -q tests/test_slurm.py; s=$$?; scripts/slurm/stop.sh; exit $$s
 
 # Harness against a bare loop, interleaved in one run (goal: ratio <= 1.01 on the CPU).
 bench-harness: $(INSTALLED)
