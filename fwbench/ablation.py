@@ -661,8 +661,10 @@ def explain(decomposition: pd.DataFrame, gaps: pd.DataFrame | None = None,
                 continue
             share = (f", {float(r['share']):.0%} of the gap"
                      if _present(r.get("share")) and 0 <= float(r["share"]) <= 1 else "")
+            low, high = float(r["contribution_ci_low"]), float(r["contribution_ci_high"])
             ci = (f"; contribution {float(r['contribution']):+.3f} on log time, interval "
-                  f"{float(r['contribution_ci_low']):+.3f} to {float(r['contribution_ci_high']):+.3f}")
+                  f"{low:+.3f} to {high:+.3f}"
+                  + (", not distinguishable from no effect" if low <= 0 <= high else ""))
             after = f"to {_r(r['ratio'])}" if _present(r.get("ratio")) else ""
             verb = ("Matching" if not str(r["factor"]).startswith(("mode=", "precision="))
                     else "Switching")

@@ -270,10 +270,14 @@ def profile_trial(settings: dict) -> dict:
     from fwbench.cells import Cell
     from fwbench.errors import Unsupported
     from fwbench.models import check_input
-    from fwbench.trial import thread_environment
+    from fwbench.trial import EXPERIMENTS, thread_environment
 
     cell = Cell.from_dict(settings["cell"])
     os.environ.update(thread_environment(settings["threads"]))
+    if cell.experiment in EXPERIMENTS:
+        raise Unsupported(f"profiling covers the single-step experiments (throughput, ablation); "
+                          f"the {cell.experiment} experiment runs its own loop "
+                          f"({EXPERIMENTS[cell.experiment]})")
     reason = check_input(cell.model, cell.input_shape) or unsupported_reason(cell)
     if reason:
         raise Unsupported(reason)

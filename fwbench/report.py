@@ -1099,6 +1099,10 @@ def decomposition_table(numbering: Numbering, data: Inputs) -> dict:
                 why = r["reason"] if not missing(r.get("reason")) and r["reason"] else \
                     f"{r['status']}"
                 reason = f"{r['status']}: {why}" if r["status"] != "measured" else why
+                if r["status"] == "unsupported":
+                    rows.append([str(r["factor"]), _text(r["profile"]), _text(r["mode"]),
+                                 "—", "—", "—", "—", f"cannot vary here: {why}"])
+                    continue
                 rows.append([
                     {"total": "gap at defaults", "residual": "residual"}.get(
                         r["row"], str(r["factor"])),
