@@ -85,6 +85,9 @@ def _fill_defaults(instance: dict, schema: dict) -> None:
 
 
 def _check_cross_fields(config: dict) -> None:
+    from fwbench.ablation import validate_ablation
+
+    config["ablation"] = validate_ablation(config["ablation"])
     adaptive = config["adaptive"]
     if adaptive and adaptive["max_iterations"] < config["iterations"]:
         raise ConfigError(

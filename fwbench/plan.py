@@ -25,7 +25,7 @@ class Plan:
     def from_config(cls, config: dict) -> Plan:
         plan = cls(config)
         groups: dict[str, list[Cell]] = {}
-        for cell in _cells(config):
+        for cell in dict.fromkeys([*_cells(config), *_ablation_cells(config)]):
             groups.setdefault(cell.pair_id, []).append(cell)
         position = 0
         for pair_id, cells in groups.items():
@@ -93,6 +93,14 @@ class Plan:
             "data": c["data"],
         }
 
+    def profile_path(self, cell: Cell) -> str:
+        """Where the profiled run of a cell goes: beside its trials, never read as one."""
+        return f"{cell.directory(self.run)}/profile.json"
+
+    def last_trial(self, cell: Cell) -> Trial:
+        """The cell's last trial in the planned order: its profiled run comes after it."""
+        return max((t for t in self.trials if t.cell == cell), key=lambda t: t.position)
+
     def data_path(self) -> str | None:
         """The record of the verified data set, for the experiments that read one."""
         if self.config["experiment"] in ("epoch", "convergence"):
@@ -123,6 +131,19 @@ def _cells(config: dict):
                 precision=precision, mode=mode, profile=profile,
                 num_classes=spec["num_classes"], strategy=strategy, world_size=world,
             )
+
+
+def _ablation_cells(config: dict):
+    """The ablation's cells: one per framework for each point, on every device and shape."""
+    if not config["ablation"]:
+        return
+    from fwbench.ablation import EXPERIMENT, ablation_points
+
+    for device in config["devices"]:
+        for point in ablation_points(config["ablation"], device):
+            yield from _cells({**config, "experiment": EXPERIMENT, "devices": [device],
+                               "profiles": [point.profile], "modes": [point.mode],
+                               "precisions": [point.precision]})
 
 
 def _interleave(cells: list[Cell], trials: int, seed: int, group: str):

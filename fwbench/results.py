@@ -125,10 +125,14 @@ def make_result(settings: dict, outcome, *, started_at: str, ended_at: str,
 
 # --- tidy tables -------------------------------------------------------------------------
 
+# A non-distributed cell's strategy is "none", never null: grouping drops null keys.
+AXIS_DEFAULTS = {"strategy": "none", "world_size": 1}
+
+
 def _axes(result: dict) -> dict:
     cell = result["cell"]
     row = {k: cell.get(k) for k in AXES}
-    row["world_size"] = cell.get("world_size", 1)
+    row.update({k: v for k, v in AXIS_DEFAULTS.items() if row[k] is None})
     row["input_shape"] = "x".join(map(str, cell["input_shape"]))
     return {"run": result["run"], "cell_id": result["cell_id"], "pair_id": result["pair_id"], **row}
 

@@ -33,7 +33,7 @@ import pandas as pd
 from scipy import stats as sps
 from scipy.special import ndtr, ndtri
 
-from fwbench.results import AXES
+from fwbench.results import AXES, AXIS_DEFAULTS
 
 __all__ = [
     "summarize", "trial_statistics", "cell_summaries", "compare_pairs", "comparison_tests",
@@ -1153,6 +1153,13 @@ def _finish_tests(rows: list[dict], alpha: float) -> pd.DataFrame:
 
 # --- entry point ---------------------------------------------------------------------------------
 
+def with_default_axes(frame: pd.DataFrame) -> pd.DataFrame:
+    """Tables written before the distributed axes existed: give them their values for a
+    non-distributed cell, so grouping never drops a row on a missing key."""
+    missing = {k: v for k, v in AXIS_DEFAULTS.items() if k not in frame}
+    return frame.assign(**missing) if missing else frame
+
+
 def summarize(trials: pd.DataFrame, iterations: pd.DataFrame, *, confidence: float = 0.95,
               rope: float = 0.05, min_trials_for_verdict: int = 7, seed: int = 0,
               n_boot: int = 2000) -> dict[str, pd.DataFrame]:
@@ -1170,7 +1177,8 @@ def summarize(trials: pd.DataFrame, iterations: pd.DataFrame, *, confidence: flo
         raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
     if rope <= 0:
         raise ValueError(f"rope must be positive (e.g. 0.05 for ±5%), got {rope!r}")
-    iterations = _iteration_groups(iterations)  # index once, shared by every step below
+    trials = with_default_axes(trials)
+    iterations = _iteration_groups(with_default_axes(iterations))  # index once, shared below
     per_trial = trial_statistics(trials, iterations)
     cells = cell_summaries(trials, per_trial, iterations, confidence=confidence,
                            min_trials_for_verdict=min_trials_for_verdict, n_boot=n_boot,

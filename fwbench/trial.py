@@ -115,7 +115,9 @@ def measure_trial(settings: dict) -> dict:
     if cell.experiment in EXPERIMENTS:
         module, function = EXPERIMENTS[cell.experiment].split(":")
         return getattr(importlib.import_module(module), function)(settings)
-    reason = check_input(cell.model, cell.input_shape)
+    from fwbench.ablation import unsupported_reason  # pandas: only in the child
+
+    reason = check_input(cell.model, cell.input_shape) or unsupported_reason(cell)
     if reason:
         raise Unsupported(reason)
 

@@ -47,3 +47,21 @@ rule run_trial:
     shell:
         "exec python -m fwbench trial --settings {params.settings:q} --result {output.result}"
         " --env {output.env} --telemetry {output.telemetry} --idle {input.idle} > {log} 2>&1"
+
+
+rule profile_cell:
+    input:
+        last_trial=get_last_trial,
+    output:
+        profile=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/profile.json",
+    log:
+        f"logs/{PLAN.run}/profile_cell/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}.log",
+    container:
+        get_container
+    params:
+        settings=get_profile_settings,
+    resources:
+        benchmark_slot=1,
+    shell:
+        "exec python -m fwbench.profiling --settings {params.settings:q} --out {output.profile}"
+        " > {log} 2>&1"

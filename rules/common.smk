@@ -22,7 +22,7 @@ wildcard_constraints:
     device="cpu|cuda",
     framework="pytorch|tensorflow",
     model="|".join(config["models"]),
-    cell=r"[a-z]+-b\d+-[0-9x]+-[a-z0-9]+-[a-z_]+-[a-z_+]+(-[a-z_]+-w\d+)?",
+    cell=r"[a-z]+-b\d+-[0-9x]+-[a-z0-9]+-[a-z_]+-[a-z0-9_+]+(-[a-z_]+-w\d+)?",
     trial=r"\d+",
 
 
@@ -30,14 +30,37 @@ def get_trial_results():
     return PLAN.trial_paths()
 
 
+def get_profiles():
+    """One profiled run per cell when `profiling` is configured, else none."""
+    if not config["profiling"]:
+        return []
+    return [PLAN.profile_path(cell) for cell in PLAN.cells()]
+
+
+def _cell(wildcards):
+    return _trial({**wildcards, "trial": "1"}).cell
+
+
+def get_last_trial(wildcards):
+    """The profiled run follows the cell's trials, so it never overlaps a timed one."""
+    return PLAN.last_trial(_cell(wildcards)).path(PLAN.run)
+
+
+def get_profile_settings(wildcards):
+    trial = PLAN.last_trial(_cell(wildcards))
+    settings = {**PLAN.trial_settings(trial), "profile_steps": config["profiling"]["steps"]}
+    return json.dumps(settings, sort_keys=True)
+
+
 def get_final_output():
     return [f"{RESULTS}/report/report.html", f"{RESULTS}/report/report.pdf"]
 
 
 def _trial(wildcards):
+    w = dict(wildcards)
     return PLAN.trial(
-        f"{RESULTS}/cells/{wildcards.experiment}/{wildcards.device}/{wildcards.framework}"
-        f"/{wildcards.model}/{wildcards.cell}/trial-{wildcards.trial}.json"
+        f"{RESULTS}/cells/{w['experiment']}/{w['device']}/{w['framework']}"
+        f"/{w['model']}/{w['cell']}/trial-{w['trial']}.json"
     )
 
 

@@ -9,6 +9,9 @@ rule build_report:
         cell_stats=rules.summarise_results.output.cells,
         comparisons=rules.summarise_results.output.comparisons,
         tests=rules.summarise_results.output.tests,
+        ablation=rules.summarise_ablation.output.ablation,
+        gaps=rules.summarise_ablation.output.gaps,
+        profiles=rules.collect_profiles.output.profiles,
     output:
         html=f"{RESULTS}/report/report.html",
         pdf=f"{RESULTS}/report/report.pdf",

@@ -16,3 +16,19 @@ rule summarise_results:
         statistics=lookup(dpath="statistics", within=config),
     script:
         "../scripts/summarise_results.py"
+
+
+rule summarise_ablation:
+    input:
+        trials=rules.collect_tables.output.trials,
+    output:
+        ablation=f"{RESULTS}/stats/ablation.csv",
+        gaps=f"{RESULTS}/stats/gaps.csv",
+    log:
+        f"logs/{PLAN.run}/summarise_ablation.log",
+    params:
+        ablation=lookup(dpath="ablation", within=config),
+        seed=lookup(dpath="seed", within=config),
+        statistics=lookup(dpath="statistics", within=config),
+    script:
+        "../scripts/summarise_ablation.py"

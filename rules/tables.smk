@@ -12,3 +12,14 @@ rule collect_tables:
         f"logs/{PLAN.run}/collect_tables.log",
     script:
         "../scripts/collect_tables.py"
+
+
+rule collect_profiles:
+    input:
+        profiles=get_profiles(),
+    output:
+        profiles=f"{RESULTS}/tables/profiles.parquet",
+    log:
+        f"logs/{PLAN.run}/collect_profiles.log",
+    script:
+        "../scripts/collect_profiles.py"

@@ -78,3 +78,15 @@ def test_real_data_experiments_name_their_data_record(tiny_config):
     plan = _plan(tiny_config, experiment="epoch", phases=["train"], data={"steps": 5})
     assert plan.data_path() == "results/tiny/environment/data.json"
     assert plan.trial_settings(plan.trials[0])["data"]["steps"] == 5
+
+
+def test_ablation_adds_its_cells_beside_the_sweep(tiny_config):
+    plan = _plan(tiny_config, ablation={"factors": ["layout", "mode=eager"]},
+                 profiling={"steps": 2})
+    ablation = {(t.cell.profile, t.cell.mode) for t in plan.trials
+                if t.cell.experiment == "ablation"}
+    assert ("defaults", "idiomatic") in ablation and ("matched", "eager") in ablation
+    assert {t.cell.experiment for t in plan.trials} == {"throughput", "ablation"}
+    cell = plan.trials[0].cell
+    assert plan.profile_path(cell) == f"results/tiny/cells/{cell.id}/profile.json"
+    assert plan.last_trial(cell).cell == cell

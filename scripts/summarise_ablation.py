@@ -1,0 +1,18 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+import pandas as pd
+
+from fwbench.ablation import summarize_ablation
+
+
+def main(trials_path, outputs, ablation, seed, statistics):
+    frames = summarize_ablation(pd.read_parquet(trials_path), ablation, seed=seed,
+                                confidence=statistics["confidence"], rope=statistics["rope"])
+    for name in ("ablation", "gaps"):
+        frames[name].to_csv(outputs[name], index=False)
+
+
+main(snakemake.input.trials, dict(snakemake.output.items()), snakemake.params.ablation,
+     seed=snakemake.params.seed, statistics=snakemake.params.statistics)
