@@ -1,7 +1,7 @@
 """The plan: every cell and trial of a validated config, their paths and their run order.
 
-Paths are computed here and nowhere else. Trials of the two frameworks for the same cell are
-interleaved A B B A A B …, with the first framework drawn per cell group from the seed, so the order
+Paths are computed here and nowhere else. Cell groups come in a seeded random order. Trials of
+the two frameworks for the same cell are interleaved A B B A A B …, with the first framework drawn per cell group from the seed, so the order
 of one group never depends on what else is in the sweep (adding a cell reruns nothing).
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import random
 from dataclasses import dataclass, field
 
 from fwbench.cells import Cell, Trial
@@ -27,8 +28,13 @@ class Plan:
         groups: dict[str, list[Cell]] = {}
         for cell in dict.fromkeys([*_cells(config), *_ablation_cells(config)]):
             groups.setdefault(cell.pair_id, []).append(cell)
+        # Cell groups in a seeded random order, so heat does not build up along an axis (the
+        # batch sizes of a power figure); within each group the frameworks alternate.
+        order = sorted(groups)
+        random.Random(config["seed"]).shuffle(order)
         position = 0
-        for pair_id, cells in groups.items():
+        for pair_id in order:
+            cells = groups[pair_id]
             for cell, index in _interleave(cells, config["trials"], config["seed"], pair_id):
                 plan.trials.append(Trial(cell, index, position))
                 position += 1

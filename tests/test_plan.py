@@ -90,3 +90,12 @@ def test_ablation_adds_its_cells_beside_the_sweep(tiny_config):
     cell = plan.trials[0].cell
     assert plan.profile_path(cell) == f"results/tiny/cells/{cell.id}/profile.json"
     assert plan.last_trial(cell).cell == cell
+
+
+def test_cell_groups_come_in_a_seeded_random_order(tiny_config):
+    config = {**tiny_config, "batch_sizes": [1, 2, 4, 8, 16, 32]}
+    def batches(seed):
+        plan = _plan(config, seed=seed)
+        return list(dict.fromkeys(t.cell.batch_size for t in plan.trials))
+    assert batches(0) == batches(0) and sorted(batches(0)) == [1, 2, 4, 8, 16, 32]
+    assert batches(0) != sorted(batches(0)) or batches(1) != sorted(batches(1))
