@@ -8,7 +8,8 @@ template lays them out.
 Usage::
 
     build_report({"iterations": ..., "trials": ..., "cells": ..., "cell_stats": ...,
-                  "comparisons": ..., "tests": ...},
+                  "comparisons": ..., "tests": ...,
+                  "versions": "results/default/audit/versions.csv"},  # optional
                  html="results/default/report/report.html",
                  pdf="results/default/report/report.pdf",
                  figures="results/default/report/figures", run="default")
@@ -32,6 +33,7 @@ import yaml
 
 from fwbench import __version__, figures as figs
 from fwbench.figures import missing, outcome
+from fwbench.images import DIGEST
 
 REPORT_DIR = Path(__file__).resolve().parent.parent / "report"
 TEMPLATE = "report.html.j2"
@@ -82,6 +84,10 @@ class Inputs:
     ablation: pd.DataFrame = field(default_factory=pd.DataFrame)
     gaps: pd.DataFrame = field(default_factory=pd.DataFrame)
     profiles: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # The version audit (rules/audit.smk): versions.csv, and each diff-<other>.csv beside it.
+    versions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    diffs: dict = field(default_factory=dict)
+    versions_path: str | None = None
 
 
 def load_inputs(inputs: dict) -> Inputs:
@@ -104,7 +110,37 @@ def load_inputs(inputs: dict) -> Inputs:
             if problem:
                 problems[name] = problem
             frames[name] = _normalize_axes(frames[name])
+    frames["versions"], frames["diffs"], problem = _read_audit(inputs.get("versions"))
+    if problem:
+        problems["versions"] = problem
+    if inputs.get("versions") is not None:
+        frames["versions_path"] = str(inputs["versions"])
     return Inputs(**frames, problems=problems)
+
+
+def _read_audit(path) -> tuple[pd.DataFrame, dict, str | None]:
+    """The version audit's versions.csv and every diff-<other>.csv beside it, all as text.
+
+    Optional: the report says how to produce the audit when it is absent.
+    """
+    if path is None:
+        return pd.DataFrame(), {}, "the workflow passed no versions table"
+    path = Path(path)
+    diffs = {}
+    for diff in sorted(path.parent.glob("diff-*.csv")) if path.parent.is_dir() else []:
+        diffs[diff.stem.removeprefix("diff-")] = _read_text_csv(diff)
+    if not path.exists():
+        return pd.DataFrame(), diffs, f"{path.name} does not exist"
+    frame = _read_text_csv(path)
+    return frame, diffs, None if len(frame) else f"{path.name} has no rows"
+
+
+def _read_text_csv(path: Path) -> pd.DataFrame:
+    """A CSV with every value kept as written ("" where nothing was recorded)."""
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
 
 
 def _with_unmeasured_pairs(comparisons: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
@@ -417,8 +453,171 @@ def warnings(data: Inputs, soft: list[dict]) -> list[str]:
     for s in soft:
         if " and " in s["version"]:
             out.append(f"{s['label']} ran in several versions in this run: {s['version']}.")
+    out += unpinned_warnings(trials)
     out += [f"The {name.replace('_', ' ')} table is missing: {why}." for name, why in
             sorted(data.problems.items()) if name in ("trials", "cell_stats", "comparisons")]
+    return out
+
+
+# --- the stack each framework ran on, and whether its image was pinned ---------------------------
+
+# Trials-table columns (fwbench.results.environment_columns) that make up a framework's stack.
+STACK_ITEMS = {
+    "cuda": "CUDA (framework build)",
+    "cudnn": "cuDNN (framework build)",
+    "python": "Python",
+    "platform": "OS/platform",
+    "container": "container image",
+    "image_digest": "image digest",
+}
+# Columns a trial fills from its env.json: one of them set means the trial recorded its environment.
+ENVIRONMENT_COLUMNS = ("hostname", "platform", "python", "cpu_model", "container")
+NATIVE = "none (native)"
+
+
+def _is_native(container) -> bool:
+    return not missing(container) and str(container) == "none"
+
+
+def _pinned(digest) -> bool:
+    return not missing(digest) and bool(DIGEST.match(str(digest)))
+
+
+def _where(frame: pd.DataFrame, keep: list[bool]) -> pd.DataFrame:
+    """The rows of ``frame`` where ``keep`` is true (an empty list keeps no row)."""
+    return frame.loc[pd.Series(keep, index=frame.index, dtype=bool)]
+
+
+def _column(frame: pd.DataFrame, column: str) -> pd.Series:
+    """``frame[column]``, or a column of None where the table has none."""
+    if column in frame:
+        return frame[column]
+    return pd.Series([None] * len(frame), index=frame.index, dtype=object)
+
+
+def _recorded(row) -> bool:
+    return any(not missing(row.get(c)) for c in ENVIRONMENT_COLUMNS)
+
+
+def _stack_value(row, column: str) -> str | None:
+    """One trial's value of a stack item as text; None where the trial recorded no environment."""
+    if column in ("container", "image_digest"):
+        container = row.get("container")
+        if missing(container):
+            return None
+        if _is_native(container):
+            return NATIVE
+        if column == "container":
+            return str(container)
+        digest = row.get("image_digest")
+        return str(digest) if _pinned(digest) else "none (unpinned)"
+    value = row.get(column)
+    if not missing(value) and str(value).strip():
+        return _text(value)
+    if column in ("cuda", "cudnn") and _recorded(row):
+        return "none (not in this build)"
+    return None
+
+
+def stack_differences(numbering: Numbering, trials: pd.DataFrame) -> dict:
+    """Per framework: CUDA and cuDNN of its build, Python, OS, image and digest, from the trials
+    table; which are the same in both environments and which differ; where each was measured."""
+    frameworks = _unique(trials, "framework")
+    notes, rows = Notes(), []
+    status: dict[str, list[str]] = {"same": [], "differ": [], "unknown": []}
+    has_any = any(c in trials for c in STACK_ITEMS)
+    for column, title in (STACK_ITEMS.items() if has_any and frameworks else []):
+        source = "container" if column == "image_digest" else column
+        values = []
+        for framework in frameworks:
+            part = trials[trials["framework"].astype(str) == framework]
+            if source not in trials:
+                values.append(notes.missing(f"the trials table has no `{source}` column"))
+                continue
+            found = [_stack_value(row, column) for _, row in part.iterrows()]
+            known = sorted({v for v in found if v is not None})
+            if not known:
+                values.append(notes.missing("no trial of this framework recorded its environment "
+                                            "(no env.json beside its result)"))
+                continue
+            unrecorded = found.count(None)
+            values.append(_join(known) + (f" ({unrecorded} of {len(found)} trials recorded none)"
+                                          if unrecorded else ""))
+        compared = []
+        if len(frameworks) > 1:
+            if any(isinstance(v, NotMeasured) for v in values):
+                kind = "unknown"
+            else:
+                kind = "same" if len(set(values)) == 1 else "differ"
+            status[kind].append(title)
+            compared = [{"same": "same", "differ": "differs", "unknown": "unknown"}[kind]]
+        rows.append([title, *values, *compared])
+    labels = [_label(f) for f in frameworks]
+    table = _table(
+        numbering, "stack", "Stack of each framework environment, from the environment every "
+        "trial recorded (its env.json): the CUDA and cuDNN versions the framework was built "
+        "against, Python, the operating system, and the container image with its digest. The "
+        "libraries actually loaded, the compiler and every package are in the version audit "
+        "(Appendix A).",
+        ["Item", *labels] + (["In both"] if len(frameworks) > 1 else []), rows, notes,
+        "No stack can be listed: the trials table has none of the columns "
+        + _join(f"`{c}`" for c in STACK_ITEMS) + " (fwbench.results reads them from each "
+        "trial's env.json).", classes=["", *["id"] * len(labels), ""])
+    return {"table": table, "frameworks": labels, **status,
+            "where": [s for f in frameworks for s in _where_measured(trials, f)]}
+
+
+def _where_measured(trials: pd.DataFrame, framework: str) -> list[str]:
+    """Sentences saying where one framework's trials ran: natively, or in which image."""
+    if "container" not in trials:
+        return []
+    part = trials[trials["framework"].astype(str) == framework]
+    label, total, out = _label(framework), len(part), []
+
+    def count(n: int) -> str:
+        if n == total:
+            return f"all {n} trials" if n > 1 else "its one trial"
+        return f"{n} of {total} trials"
+
+    native = _where(part, [_is_native(c) for c in part["container"]])
+    if len(native):
+        out.append(f"{label}: {count(len(native))} measured natively, no container image "
+                   "(container: none).")
+    digests = _column(part, "image_digest")
+    contained = _where(part, [not missing(c) and not _is_native(c) for c in part["container"]])
+    for image, group in contained.groupby(contained["container"].astype(str), sort=True):
+        pinned = sorted({str(d) for d in digests[group.index] if _pinned(d)})
+        n_unpinned = sum(not _pinned(d) for d in digests[group.index])
+        if pinned:
+            out.append(f"{label}: {count(len(group) - n_unpinned)} ran in the image `{image}`, "
+                       f"pinned by its digest {_join(f'`{d}`' for d in pinned)}.")
+        if n_unpinned:
+            out.append(f"{label}: {count(n_unpinned)} ran in the image `{image}` with no sha256 "
+                       "digest on record: unpinned.")
+    unknown = int(part["container"].isna().sum())
+    if unknown:
+        out.append(f"{label}: {count(unknown)} recorded no environment, so where they ran is "
+                   "unknown.")
+    return out
+
+
+def unpinned_warnings(trials: pd.DataFrame) -> list[str]:
+    """A trial in a container image without a sha256 digest, or with no environment record."""
+    if "container" not in trials or "framework" not in trials:
+        return []
+    out = []
+    unpinned = _where(trials, [not missing(c) and not _is_native(c) and not _pinned(d) for c, d
+                               in zip(trials["container"], _column(trials, "image_digest"))])
+    keys = [unpinned["framework"].astype(str), unpinned["container"].astype(str)]
+    for (framework, image), group in unpinned.groupby(keys, sort=True):
+        out.append(f"{len(group)} {_label(framework)} trial(s) ran in the unpinned image "
+                   f"`{image}`: no sha256 digest is on record, so the image that measured them "
+                   "cannot be identified. Pin it (`make pin-images`), commit "
+                   "containers/images.lock and re-run these trials.")
+    unknown = int(trials["container"].isna().sum())
+    if unknown:
+        out.append(f"{unknown} trial(s) recorded no environment (no env.json beside the "
+                   "result): whether they ran natively or in a pinned image is unknown.")
     return out
 
 
@@ -703,6 +902,112 @@ def audit_table(numbering: Numbering, data: Inputs) -> dict:
 
 def _audit_values(series: pd.Series) -> list[str]:
     return sorted({str(v) for v in series if not missing(v)})
+
+
+# The versions table's items (fwbench.provenance.audit_items), grouped for reading, in order.
+AUDIT_IMAGE_ITEMS = ("container", "image digest", "image tag", "image base", "image built")
+AUDIT_GROUPS = ["Image", "Python and framework build", "Libraries loaded (mapped shared objects)",
+                "Machine and workflow", "Environment variables that change behaviour",
+                "Installed packages"]
+
+
+def _audit_group(item: str) -> int:
+    if item in AUDIT_IMAGE_ITEMS:
+        return 0
+    if item == "python" or item.startswith("framework "):
+        return 1
+    for index, prefix in ((2, "loaded "), (4, "env "), (5, "package ")):
+        if item.startswith(prefix):
+            return index
+    return 3
+
+
+def versions_table(numbering: Numbering, data: Inputs) -> dict:
+    """The audit's versions table (results/<run>/audit/versions.csv): one column per framework
+    environment, one row per item; an item with several values in one environment gives each
+    with its trial count."""
+    frame, notes, legend, rows = data.versions, Notes(), Legend("E"), []
+    needed = {"framework", "environment", "item", "value"}
+    environments = []
+    if not frame.empty and needed <= set(frame.columns):
+        environments = sorted(set(zip(frame["framework"], frame["environment"])))
+    columns = [f"{_label(f)} ({legend.cite([f'`{e}`'])})" for f, e in environments]
+    if environments:
+        first_seen = {item: i for i, item in reversed(list(enumerate(frame["item"])))}
+        items = sorted(first_seen, key=lambda item: (_audit_group(item), first_seen[item]))
+        cells = {}
+        for (framework, environment, item), group in frame.groupby(
+                ["framework", "environment", "item"], sort=False):
+            cells[(framework, environment, item)] = _audit_cell(group)
+        group_index = None
+        for item in items:
+            if _audit_group(item) != group_index:
+                group_index = _audit_group(item)
+                rows.append({"group": AUDIT_GROUPS[group_index]})
+            values = [cells.get((f, e, item), "—") for f, e in environments]
+            same = ([] if len(environments) < 2 else
+                    ["same" if "—" not in values and len(set(values)) == 1 else "differs"])
+            rows.append([item, *values, *same])
+    caption = ("Versions per framework environment, from the version audit (versions.csv, one "
+               "row per item as every trial's env.json recorded it); where the trials of one "
+               "environment disagree, each value is given with its number of trials; — where "
+               "an environment did not record the item. The environments are listed below the "
+               "table.")
+    return _table(numbering, "versions", caption,
+                  ["Item", *columns] + (["In all"] if len(environments) > 1 else []), rows,
+                  notes, "The versions table has no rows: no trial's env.json was audited.",
+                  classes=["id", *["id"] * len(columns), ""], legend=legend)
+
+
+def _audit_cell(group: pd.DataFrame) -> str:
+    def text(value: str) -> str:
+        return value if value.strip() else "not recorded"
+
+    if len(group) == 1:
+        return text(group["value"].iloc[0])
+    counts = group.get("trials", pd.Series([""] * len(group), index=group.index))
+    return "; ".join(f"{text(v)} ({n} trial{'' if str(n).strip() == '1' else 's'})"
+                     if str(n).strip() else text(v) for v, n in zip(group["value"], counts))
+
+
+def diff_tables(numbering: Numbering, data: Inputs) -> list[dict]:
+    """One table per diff-<other>.csv of the audit: what differs from another run."""
+    tables = []
+    for other, frame in sorted(data.diffs.items()):
+        rows = []
+        if {"framework", "item", "change"} <= set(frame.columns):
+            for _, row in frame.iterrows():
+                rows.append([_label(row["framework"]), row["item"], row["change"],
+                             row.get("this_run") or "—", row.get("other_run") or "—"])
+        tables.append(_table(
+            numbering, f"audit-diff-{other}", f"What differs between this run's versions "
+            f"table and run {other}'s (diff-{other}.csv), per framework and item; — where a "
+            "run has no value for the item.",
+            ["Framework", "Item", "Change", "This run", f"Run {other}"], rows, Notes(),
+            f"No difference from run {other}: every item of both versions tables has the same "
+            "values.", classes=["", "id", "", "id", "id"]))
+    return tables
+
+
+def audit_appendix(numbering: Numbering, data: Inputs, run: str) -> dict:
+    """Appendix A beyond the trials' provenance: the versions table and the diffs, or how to
+    produce them."""
+    path = data.versions_path or f"results/{run}/audit/versions.csv"
+    absent = None
+    if data.versions.empty:
+        why = data.problems.get("versions", "versions.csv has no rows")
+        absent = (f"The version audit of this run is not available ({why}). "
+                  f"`snakemake --cores 1 audit` writes it to `{path}` from every trial's "
+                  "env.json, one versions table per framework environment, and a diff against "
+                  "every other audited run under results/; build the report again after it.")
+    return {
+        "versions": versions_table(numbering, data),
+        "versions_absent": absent,
+        "diffs": diff_tables(numbering, data),
+        "no_diffs": ("No diff against another run is present. `snakemake --cores 1 audit` "
+                     "writes one (`diff-<other>.csv` beside versions.csv) against every other "
+                     "run under results/ whose version audit exists."),
+    }
 
 
 def builder_versions() -> dict:
@@ -1378,10 +1683,12 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
     soft = software(data.trials)
     facts = run_facts(data, run, epoch)
     context = {"facts": facts, "software": soft, "warnings": warnings(data, soft)}
-    context["tables"] = {"settings": settings_table(numbering, soft),
-                         "comparisons": comparison_table(numbering, data, failures),
-                         "cells": cell_table(numbering, data, failures),
-                         "tests_summary": tests_summary_table(numbering, data, "Appendix C")}
+    context["tables"] = {"settings": settings_table(numbering, soft)}
+    context["stack"] = stack_differences(numbering, data.trials)
+    context["tables"].update({
+        "comparisons": comparison_table(numbering, data, failures),
+        "cells": cell_table(numbering, data, failures),
+        "tests_summary": tests_summary_table(numbering, data, "Appendix C")})
     context["why"] = why_section(numbering, data)
     context["claims"] = claims_section(numbering, data)
     context["figures"] = {key: _figure(numbering, f, href) for key, f in figures.items()}
@@ -1389,6 +1696,7 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
     context["left_out"] = {paper: _left_out(figures, keys) for paper, keys in
                            PAPER_FIGURES.items()}
     context["tables"]["audit"] = audit_table(numbering, data)
+    context["audit"] = audit_appendix(numbering, data, run)
     context["tables"]["failures"] = failure_table(numbering, data)
     context["tables"]["tests"] = tests_table(numbering, data)
     context["method"] = method(data, facts)
@@ -1579,7 +1887,9 @@ def build_report(inputs: dict, *, html: str, pdf: str, figures: str, run: str) -
     """Write the report's HTML, its PDF and the figures folder both reference.
 
     ``inputs`` maps iterations, trials, cells (parquet) and cell_stats, comparisons, tests (CSV)
-    to paths. Every output is written atomically; the PDF's date is the end of the last trial,
+    to paths; optionally ablation, gaps, profiles and ``versions``, the version audit's
+    versions.csv (rules/audit.smk), whose diff-<other>.csv files beside it are shown when
+    present. Every output is written atomically; the PDF's date is the end of the last trial,
     so the same inputs give a byte-identical PDF.
     """
     data = load_inputs(inputs)

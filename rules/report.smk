@@ -1,4 +1,6 @@
-# Host side: figures and the paper, HTML and PDF from one template. Reads tables and stats only.
+# Host side: figures and the paper, HTML and PDF from one template. Reads tables and stats only,
+# and the version audit: its versions table (an input, so the report always has it) and any
+# diff-<other>.csv that `snakemake --cores 1 audit` left beside it (shown when present).
 
 
 rule build_report:
@@ -12,6 +14,7 @@ rule build_report:
         ablation=rules.summarise_ablation.output.ablation,
         gaps=rules.summarise_ablation.output.gaps,
         profiles=rules.collect_profiles.output.profiles,
+        versions=rules.audit_versions.output.versions,
     output:
         html=f"{RESULTS}/report/report.html",
         pdf=f"{RESULTS}/report/report.pdf",

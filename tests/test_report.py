@@ -164,7 +164,10 @@ def make_tests(comparisons: pd.DataFrame) -> pd.DataFrame:
                          "statistic": 9.0, "p": 0.1, "p_holm": 0.4, "decision": "not rejected"})
 
 
-def write_run(folder: Path, *, mixed_commits=True, drop_columns=(), empty_stats=False) -> dict:
+def write_run(folder: Path, *, mixed_commits=True, drop_columns=(), empty_stats=False,
+              audit=True) -> dict:
+    """The tables of the fixture run and, with ``audit``, its version audit (as the workflow
+    passes it: versions.csv, with a diff against another run beside it)."""
     folder.mkdir(parents=True, exist_ok=True)
     trials = make_trials(mixed_commits)
     stats = make_cell_stats(trials)
@@ -180,6 +183,8 @@ def write_run(folder: Path, *, mixed_commits=True, drop_columns=(), empty_stats=
             path.write_text("")
         else:
             frame.drop(columns=[c for c in drop_columns if c in frame]).to_csv(path, index=False)
+    if audit:
+        paths["versions"] = _audit(folder)
     return {k: str(v) for k, v in paths.items()}
 
 
@@ -741,3 +746,245 @@ def test_telemetry_figures_are_drawn_when_the_trials_carry_values(tmp_path):
     assert drawn["florencio_fig12"].file and drawn["florencio_fig12"].narrow
     assert drawn["patel_fig5"].file and drawn["energy"].file
     assert "no `gpu_temp_c_max` column" in drawn["florencio_fig6"].reason
+
+
+# --- the two framework environments, pinned images and the version audit (issue 6) -------------
+
+PINNED = "sha256:" + "1" * 64
+PT_IMAGE = "docker://ghcr.io/fwbench/pytorch@" + PINNED
+TF_IMAGE = "/images/<tf>&cache.sif"  # an image file, no digest: hostile text on purpose
+
+
+def with_environment(trials: pd.DataFrame, *, containers: dict | None = None) -> pd.DataFrame:
+    """The environment columns fwbench.results.environment_columns adds to each trial row:
+    natively (``container: none``) unless ``containers`` maps a framework to (image, digest)."""
+    trials = trials.copy()
+    pytorch = trials["framework"] == "pytorch"
+    trials["hostname"] = "bench-1"
+    trials["platform"] = "Linux-6.1.0-x86_64-with-glibc2.36"
+    trials["python"] = "3.11.7"
+    trials["cpu_model"] = "AMD EPYC 7B13"
+    trials["cpu_count"] = 2
+    trials["device_name"] = None
+    trials["driver"] = None
+    trials["cuda"] = np.where(pytorch, "13.0", None)        # TensorFlow: its CPU build
+    trials["cudnn"] = np.where(pytorch, "92400", None)
+    trials["container"] = "none"
+    trials["image_digest"] = None
+    for framework, (image, digest) in (containers or {}).items():
+        rows = trials["framework"] == framework
+        trials.loc[rows, "container"] = image
+        trials.loc[rows, "image_digest"] = digest
+    return trials
+
+
+def plain(html: str) -> str:
+    """The text of ``html`` with tags dropped in place (no space where a code span starts)."""
+    return " ".join(htmllib.unescape(re.sub(r"<[^>]+>", "", html)).split())
+
+
+def environment_run(folder: Path, versions=None, **kwargs) -> dict:
+    inputs = write_run(folder / "tables", audit=False)
+    with_environment(pd.read_parquet(inputs["trials"]), **kwargs).to_parquet(inputs["trials"])
+    if versions is not None:
+        inputs["versions"] = str(versions)
+    return inputs
+
+
+def test_stack_differences_come_from_the_trials_and_say_what_is_the_same(tmp_path):
+    page = html_only(report.load_inputs(environment_run(tmp_path)), tmp_path)
+    stack = visible(section(page, "stack")).text
+    assert ("The same in both environments: Python, OS/platform, container image, image "
+            "digest.") in stack
+    assert "Different: CUDA (framework build), cuDNN (framework build)." in stack
+    table = visible(section(page, "tab-stack")).text
+    assert "PyTorch TensorFlow In both" in table
+    assert "CUDA (framework build) 13.0 none (not in this build) differs" in table
+    assert "Python 3.11.7 3.11.7 same" in table
+    assert "container image none (native) none (native) same" in table
+    assert "Linux-6.1.0-x86_64-with-glibc2.36" in table
+    text = visible(page).text
+    assert not LEAKS.findall(text), LEAKS.findall(text)[:5]
+    assert "Not in the tables: cpu_model" not in text  # the trials carry the machine now
+    assert "cpu model: AMD EPYC 7B13" in visible(section(page, "method")).text
+
+
+def test_native_trials_are_said_to_run_without_an_image(tmp_path):
+    data = report.load_inputs(environment_run(tmp_path))
+    page = html_only(data, tmp_path)
+    stack = visible(section(page, "stack")).text
+    for label in ("PyTorch", "TensorFlow"):
+        assert (f"{label}: all 24 trials measured natively, no container image "
+                "(container: none).") in stack
+    # native is not a pinning problem: no warning about images
+    assert not [w for w in report.warnings(data, report.software(data.trials)) if "image" in w]
+
+
+def test_an_image_without_a_sha256_digest_is_warned_as_unpinned(tmp_path):
+    inputs = environment_run(tmp_path, containers={"pytorch": (PT_IMAGE, PINNED),
+                                                   "tensorflow": (TF_IMAGE, None)})
+    data = report.load_inputs(inputs)
+    page = html_only(data, tmp_path)
+    assert "<tf>" not in page and "/images/&lt;tf&gt;&amp;cache.sif" in page  # autoescaped
+    warnings = plain(section(page, "warnings"))
+    assert f"24 TensorFlow trial(s) ran in the unpinned image {TF_IMAGE}" in warnings
+    assert "make pin-images" in warnings and "PyTorch trial(s) ran in the unpinned" not in warnings
+    stack = plain(section(page, "stack"))
+    assert f"PyTorch: all 24 trials ran in the image {PT_IMAGE}, pinned by its digest " \
+           f"{PINNED}." in stack
+    assert f"TensorFlow: all 24 trials ran in the image {TF_IMAGE} with no sha256 digest on " \
+           "record: unpinned." in stack
+    assert "measured natively" not in stack
+    table = htmllib.unescape(visible(section(page, "tab-stack")).text)
+    assert f"image digest {PINNED} none (unpinned) differs" in table
+    text = visible(page).text
+    assert not LEAKS.findall(text), LEAKS.findall(text)[:5]
+
+
+def test_unpinned_warnings_per_image_and_for_trials_without_an_environment():
+    trials = pd.DataFrame({
+        "framework": ["pytorch", "pytorch", "tensorflow", "tensorflow", "tensorflow"],
+        "container": [PT_IMAGE, PT_IMAGE, "docker://r/tf:2.21", "none", None],
+        "image_digest": [PINNED, "sha256:short", None, None, None]})
+    warnings = report.unpinned_warnings(trials)
+    assert warnings[0].startswith(f"1 PyTorch trial(s) ran in the unpinned image `{PT_IMAGE}`")
+    assert warnings[1].startswith("1 TensorFlow trial(s) ran in the unpinned image "
+                                  "`docker://r/tf:2.21`")
+    assert warnings[2].startswith("1 trial(s) recorded no environment")
+    assert len(warnings) == 3
+    assert report.unpinned_warnings(trials.drop(columns="container")) == []
+    where = report._where_measured(trials, "tensorflow")
+    assert where[0] == ("TensorFlow: 1 of 3 trials measured natively, no container image "
+                        "(container: none).")
+    assert "TensorFlow: 1 of 3 trials recorded no environment" in where[-1]
+
+
+def test_without_environment_columns_the_stack_says_why(page):
+    stack = visible(section(page, "stack")).text
+    assert "No stack can be listed: the trials table has none of the columns cuda" in stack
+    assert 'id="tab-stack"' not in page
+
+
+TF_PINNED_IMAGE = "docker://ghcr.io/fwbench/tensorflow@sha256:" + "2" * 64
+
+
+def _audit(folder: Path, *, other=True, empty_diff=False) -> Path:
+    """versions.csv as rules/audit.smk writes it (fwbench.provenance), and a diff beside it:
+    PyTorch natively, TensorFlow in a pinned image."""
+    from fwbench import provenance
+
+    def env(framework, **change):
+        pytorch = framework == "pytorch"
+        base = {"hostname": "bench-1", "python": "3.11.7",
+                "container": "none" if pytorch else {
+                    "reference": TF_PINNED_IMAGE, "digest": TF_PINNED_IMAGE.split("@")[1],
+                    "tag": "ghcr.io/fwbench/tensorflow:2.21.0", "label": {}},
+                "framework_version": "2.14.1" if pytorch else "2.21.0",
+                "cuda": "13.0" if pytorch else None,
+                "os": {"name": "Debian GNU/Linux 12 (bookworm)", "kernel": "6.1"},
+                "packages": ({"numpy": "2.4.6", "torch": "2.14.1"} if pytorch else
+                             {"numpy": "2.4.6", "tensorflow-cpu": "2.21.0"}),
+                "environment_variables": {"OMP_NUM_THREADS": "<1>"}}
+        base.update(change)
+        return base
+
+    trials = [("pytorch", env("pytorch")), ("pytorch", env("pytorch")),
+              ("pytorch", env("pytorch", packages={"numpy": "2.4.5", "torch": "2.14.1"})),
+              ("tensorflow", env("tensorflow"))]
+    audit = folder / "audit"
+    this = provenance.versions_table(trials)
+    provenance.write_csv(this, provenance.AUDIT_FIELDS, audit / "versions.csv")
+    if other:
+        older = provenance.versions_table([("pytorch", env("pytorch", python="3.11.6")),
+                                           ("tensorflow", env("tensorflow"))])
+        diff = [] if empty_diff else provenance.diff_versions(this, older)
+        provenance.write_csv(diff, provenance.DIFF_FIELDS, audit / "diff-older.csv")
+    return audit / "versions.csv"
+
+
+def test_version_audit_appendix_shows_the_versions_table_per_environment(tmp_path):
+    versions = _audit(tmp_path)
+    page = html_only(report.load_inputs(environment_run(tmp_path, versions=versions)), tmp_path)
+    appendix = section(page, "appendix-a")
+    assert 'id="audit-absent"' not in appendix
+    table = htmllib.unescape(visible(section(page, "tab-versions")).text)
+    assert "Item PyTorch (E1) TensorFlow (E2) In all" in table
+    assert f"E1 native on bench-1 E2 {TF_PINNED_IMAGE}" in table
+    assert f"container none {TF_PINNED_IMAGE} differs" in table
+    assert f"image digest none (native run, no image) sha256:{'2' * 64} differs" in table
+    assert "image tag — ghcr.io/fwbench/tensorflow:2.21.0 differs" in table
+    for group in ("Image", "Python and framework build", "Machine and workflow",
+                  "Environment variables that change behaviour", "Installed packages"):
+        assert group in table
+    assert "python 3.11.7 3.11.7 same" in table
+    assert "framework version 2.14.1 2.21.0 differs" in table
+    assert "framework CUDA (build) 13.0 not recorded differs" in table
+    assert "package numpy 2.4.5 (1 trial); 2.4.6 (2 trials) 2.4.6 differs" in table
+    assert "package torch 2.14.1 — differs" in table
+    assert "env OMP_NUM_THREADS <1> <1> same" in table
+    assert "&lt;1&gt;" in section(page, "tab-versions")  # escaped
+    diff = htmllib.unescape(visible(section(page, "tab-audit-diff-older")).text)
+    assert "Framework Item Change This run Run older" in diff
+    assert "PyTorch python changed 3.11.7 3.11.6" in diff
+    assert "PyTorch package numpy changed 2.4.5 | 2.4.6 2.4.6" in diff
+    assert 'id="audit-no-diff"' not in page
+    text = visible(page).text
+    assert not LEAKS.findall(text), LEAKS.findall(text)[:5]
+    numbers = [int(n) for n in re.findall(r'<span class="label">Table (\d+)\.</span>', page)]
+    assert numbers == list(range(1, len(numbers) + 1))
+
+
+def test_version_audit_appendix_says_how_to_produce_what_is_absent(tmp_path):
+    data = report.load_inputs(write_run(tmp_path / "tables", audit=False))
+    page = html_only(data, tmp_path)
+    absent = visible(section(page, "audit-absent")).text
+    assert "the workflow passed no versions table" in absent
+    assert "snakemake --cores 1 audit writes it to results/fixture/audit/versions.csv" in absent
+    assert "snakemake --cores 1 audit" in visible(section(page, "audit-no-diff")).text
+    assert 'id="tab-versions"' not in page
+    assert not LEAKS.findall(visible(page).text)
+    missing_file = tmp_path / "audit" / "versions.csv"
+    data = report.load_inputs({"versions": str(missing_file)})
+    absent = report.audit_appendix(report.Numbering(), data, "fixture")["versions_absent"]
+    assert f"(versions.csv does not exist). `snakemake --cores 1 audit` writes it to " \
+           f"`{missing_file}`" in absent
+    data = report.load_inputs({"versions": str(_audit(tmp_path / "same", empty_diff=True))})
+    diff, = report.audit_appendix(report.Numbering(), data, "fixture")["diffs"]
+    assert diff["rows"] == [] and diff["empty"].startswith("No difference from run older")
+
+
+def test_report_rule_passes_the_audit_versions_table():
+    audit = (ROOT / "rules" / "audit.smk").read_text()
+    assert re.search(r"rule audit_versions:.*?output:\s*versions=", audit, re.S)
+    rule = (ROOT / "rules" / "report.smk").read_text()
+    assert "versions=rules.audit_versions.output.versions," in rule
+
+
+def _pdf_text(pdf: Path) -> str:
+    raw = subprocess.run(["pdftotext", pdf, "-"], capture_output=True, text=True,
+                         check=True).stdout
+    # words the print style hyphenated at a line end, joined again (WeasyPrint draws U+2010)
+    return " ".join(re.sub("[-\u2010]\n", "", raw).split())
+
+
+def test_pdf_carries_the_version_audit(built):
+    _need("pdftotext", "poppler-utils")
+    text = _pdf_text(built["pdf"])
+    assert "A.2 Versions per framework environment" in text
+    assert "Installed packages" in text and "package numpy" in text
+    assert "A.3 Differences from other runs" in text and "Run older" in text
+
+
+@pytest.mark.slow
+def test_pdf_carries_the_environments_and_the_unpinned_image(tmp_path):
+    _need("pdftotext", "poppler-utils")
+    inputs = environment_run(tmp_path, versions=_audit(tmp_path),
+                             containers={"tensorflow": (TF_IMAGE, None)})
+    out = tmp_path / "report"
+    build_report(inputs, run="fixture", html=str(out / "report.html"),
+                 pdf=str(out / "report.pdf"), figures=str(out / "figures"))
+    text = _pdf_text(out / "report.pdf")
+    assert not LEAKS.findall(text), LEAKS.findall(text)[:5]
+    assert "2.3 The two framework environments" in text
+    assert "measured natively, no container image (container: none)" in text
+    assert "unpinned image" in text
