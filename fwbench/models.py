@@ -146,7 +146,7 @@ MODELS = {
         differences=("layouts", "flatten_order", "weight_init")),
     "resnet18": ModelSpec(
         "resnet18", "image classification", "image", (3, 224, 224), 1000, 11_689_512,
-        "cross_entropy", "patel2023, tian2020", (3, 64, 64),
+        "cross_entropy", "patel2023, tian2020", (3, 32, 32),
         differences=(*_VISION, *_BN, "keras_no_resnet18", "strided_padding", "maxpool_padding")),
     "resnet152": ModelSpec(
         "resnet152", "image classification", "image", (3, 224, 224), 1000, 60_192_808,
@@ -160,11 +160,11 @@ MODELS = {
         differences=(*_VISION, "vgg_flatten", "vgg_dropout", "flatten_order")),
     "mobilenet_v2": ModelSpec(
         "mobilenet_v2", "image classification", "image", (3, 224, 224), 1000, 3_504_872,
-        "cross_entropy", "patel2023", (3, 64, 64), arch={"dropout": 0.2},
+        "cross_entropy", "patel2023", (3, 32, 32), arch={"dropout": 0.2},
         differences=(*_VISION, *_BN, "strided_padding", "keras_mobilenet_padding")),
     "efficientnet_b4": ModelSpec(
         "efficientnet_b4", "image classification", "image", (3, 380, 380), 1000, 19_341_616,
-        "cross_entropy", "patel2023", (3, 64, 64),
+        "cross_entropy", "patel2023", (3, 32, 32),
         arch={"width": 1.4, "depth": 1.8, "dropout": 0.4, "stochastic_depth": 0.2},
         differences=(*_VISION, *_BN, "strided_padding", "keras_efficientnet_rescaling",
                      "stochastic_depth")),
@@ -183,15 +183,13 @@ MODELS = {
         test_arch={"vocab": 100, "hidden": 32, "layers": 2, "heads": 4, "ffn": 64,
                    "max_positions": 64},
         differences=("layouts", "weight_init", "dropout_rng", "layer_norm_eps",
-                     "attention_layout", "transformer_fast_path", "embedding_gradient",
-                     "adam_epsilon")),
+                     "attention_layout", "transformer_fast_path", "embedding_gradient")),
     "lstm_lm": ModelSpec(
         "lstm_lm", "language modelling", "tokens", (35,), 10_000, 19_775_200,
         "token_cross_entropy", "dai2022", (12,),
         arch={"embedding": 650, "hidden": 650, "layers": 2, "dropout": 0.5},
         test_arch={"embedding": 24, "hidden": 32, "layers": 2},
-        differences=("layouts", "weight_init", "dropout_rng", "lstm_bias", "embedding_gradient",
-                     "adam_epsilon")),
+        differences=("layouts", "weight_init", "dropout_rng", "lstm_bias", "embedding_gradient")),
 }
 
 _RANK = {"image": 3, "spectrogram": 2, "tokens": 1}
@@ -382,6 +380,10 @@ LIBRARY_DIFFERENCES = {
         "v = mu v + g; p -= lr v", "v = mu v - lr g; p += v",
         "identical for a constant learning rate; nothing to do"),
 }
+
+
+# Differences of the optimizers: they concern every model.
+OPTIMIZER_DIFFERENCES = ("adam_epsilon", "sgd_momentum_form")
 
 
 # --- input checks and the synthetic batch --------------------------------------------------------
@@ -746,4 +748,5 @@ def print_models(as_json: bool = False) -> None:
     widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
     for row in table:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
-    print(f"\n{FLOP_CONVENTION}\nDifferences: `python -m fwbench models --json` or docs/models.md.")
+    print(f"\nEvery model: {', '.join(OPTIMIZER_DIFFERENCES)}.\n{FLOP_CONVENTION}\n"
+          "Differences: `python -m fwbench models --json` or docs/models.md.")

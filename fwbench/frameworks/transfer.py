@@ -62,10 +62,12 @@ def copy_weights(torch_model, keras_model) -> None:
         variable.assign(value)
 
 
-def compare(torch_model, keras_model, *, trainable: bool = True) -> dict:
+def compare(torch_model, keras_model, *, trainable: bool = True, exclude=()) -> dict:
     """How far the Keras model's weights are from the PyTorch model's: the norm-wise relative
-    error over all (trainable) weights together, and the worst single weight tensor."""
-    pairs = [(v, t) for v, t in keras_values(torch_model, keras_model) if v.trainable or not trainable]
+    error over all (trainable) weights together, and the worst single weight tensor. Weights
+    whose Keras path is in ``exclude`` are left out."""
+    pairs = [(v, t) for v, t in keras_values(torch_model, keras_model)
+             if (v.trainable or not trainable) and v.path not in exclude]
     ours = np.concatenate([np.asarray(v.numpy(), np.float64).ravel() for v, _ in pairs])
     theirs = np.concatenate([np.asarray(t, np.float64).ravel() for _, t in pairs])
     per_tensor = {v.path: relative_error(v.numpy(), t) for v, t in pairs}
