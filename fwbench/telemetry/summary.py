@@ -21,6 +21,8 @@ PHASES = (("cold_start", "cold_start", "warmup"),
           ("warmup", "warmup", "measure"),
           ("measure", "measure", "blocks"),
           ("blocks", "blocks", "end"))
+# Markers of harnesses without blocks (the experiments' drivers): measure runs to the end.
+_NO_BLOCKS = (("measure", "measure", "end"),)
 _TEXT = {"device", "gpu_uuid"}
 
 
@@ -81,7 +83,8 @@ def summarize_phases(samples, markers_ns: dict[str, int],
     power = _power_series(gpu, uuids, power_field)
     counts = {"cold_start": 1, "warmup": warmup_iterations, "measure": iterations}
     phases = {}
-    for name, start_key, end_key in PHASES:
+    phase_marks = PHASES if "blocks" in markers_ns else PHASES[:2] + _NO_BLOCKS
+    for name, start_key, end_key in phase_marks:
         if start_key not in markers_ns or end_key not in markers_ns:
             continue
         start, end = markers_ns[start_key], markers_ns[end_key]
@@ -91,7 +94,7 @@ def summarize_phases(samples, markers_ns: dict[str, int],
             phase.update(_gpu_phase(gpu, uuids, power, power_field, start, end))
             phase.update(_energy(gpu, uuids, power, energy_readings, start_key, end_key,
                                  start, end))
-            phase.update(_per_sample(phase, batch_size, counts[name], idle))
+            phase.update(_per_sample(phase, batch_size, counts.get(name), idle))
         phase.update(_cpu_phase(host, start, end))
         phases[name] = _rounded(phase)
     return {
