@@ -29,8 +29,9 @@ LOSSES = {
     "cross_entropy": "softmax cross-entropy from logits, averaged over the batch",
     "token_cross_entropy": "softmax cross-entropy from logits at every position, averaged over "
                            "batch x sequence positions",
-    "ctc": "CTC loss from logits, blank = class 0, each utterance's loss divided by its label "
-           "length, then averaged over the batch (PyTorch's reduction='mean')",
+    "ctc": "CTC loss from logits, blank = class 0, targets padded with -1; each utterance's loss "
+           "divided by its label length, then averaged over the batch (PyTorch's "
+           "reduction='mean')",
 }
 
 # Optimizers by name. Adam's epsilon is set explicitly (the defaults differ: PyTorch 1e-8, Keras
@@ -112,9 +113,10 @@ def efficientnet_blocks(width: float, depth: float) -> list[dict]:
 class ModelSpec:
     """A model the config may name: its task, its input and the facts the tests hold it to.
 
-    ``arch`` holds the architecture hyper-parameters both frameworks build from (overridable for
-    the reduced test size with ``test_arch``, see ``reduced_arch``); ``parameters`` is the trainable-parameter count at
-    ``canonical_shape`` and ``canonical_classes``, equal in both frameworks (tested).
+    ``arch`` holds the architecture hyper-parameters both frameworks build from (the reduced test
+    size overrides them with ``test_arch``, see ``reduced_arch``); ``parameters`` is the
+    trainable-parameter count at ``canonical_shape`` and ``canonical_classes``, equal in both
+    frameworks (tested).
     """
 
     name: str
@@ -210,7 +212,8 @@ def reduced_arch(model: str, *, dropout: bool = False) -> dict:
     """The reduced architecture the equivalence tests build, dropout off unless asked."""
     settings = dict(MODELS[model].test_arch)
     if not dropout:
-        settings.update({k: 0.0 for k in ("dropout", "stochastic_depth") if k in MODELS[model].arch})
+        rates = ("dropout", "stochastic_depth")
+        settings.update({k: 0.0 for k in rates if k in MODELS[model].arch})
     return settings
 
 
@@ -405,8 +408,9 @@ def check_input(model: str, input_shape: tuple[int, ...], *, batch_size: int | N
         least = minimum_shape(model)
         return f"{model} {_too_small(spec, least)}, got {'x'.join(map(str, shape))}: {exc}"
     if batch_size is not None and phase == "train" and batch_size * walk.bn_values < 2:
+        values = batch_size * walk.bn_values
         return (f"{model} in training needs at least 2 values per BatchNorm channel, but batch "
-                f"{batch_size} x a {walk.bn_where} feature map gives {batch_size * walk.bn_values}: "
+                f"{batch_size} x a {walk.bn_where} feature map gives {values}: "
                 "PyTorch refuses it and the batch statistics are degenerate; use a batch of 2 or "
                 "more or a larger input")
     return None
@@ -442,13 +446,14 @@ def minimum_shape(model: str) -> tuple[int, ...]:
 
 def synthetic_batch(batch_size: int, input_shape: tuple[int, ...], num_classes: int,
                     seed: int, *, model: str | None = None, arch_overrides: dict | None = None
-                    ) -> tuple[np.ndarray, np.ndarray | tuple[np.ndarray, np.ndarray]]:
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """The seeded synthetic batch, identical in both frameworks: (inputs, targets).
 
     image: standard-normal float32 (N, C, H, W) and class labels (N,) in [0, num_classes).
-    spectrogram: standard-normal float32 (N, F, T) and CTC targets (labels (N, L) padded with 0,
-    label lengths (N,)): labels in [1, num_classes) (0 is the blank), lengths uniform in
-    [T'//4, T'//2] (at least 1), where T' = ceil(T / 2) frames leave the convolutions.
+    spectrogram: standard-normal float32 (N, F, T) and CTC targets (N, L): labels in
+    [1, num_classes) (0 is the blank) padded with -1, one array so that every code path can slice
+    it like class labels; label lengths (the non-negative entries) are uniform in [T'//4, T'//2]
+    (at least 1), where T' = ceil(T / 2) frames leave the convolutions.
     tokens: ids (N, T) in [0, vocabulary) and class labels (N,) (bert_base) or the next token at
     every position (N, T) (lstm_lm; the vocabulary is num_classes).
     ``model`` None means an image model.
@@ -464,8 +469,8 @@ def synthetic_batch(batch_size: int, input_shape: tuple[int, ...], num_classes: 
         lengths = rng.integers(max(1, frames // 4), max(1, frames // 2) + 1, size=batch_size,
                                dtype=np.int64)
         labels = rng.integers(1, num_classes, size=(batch_size, int(lengths.max())), dtype=np.int64)
-        labels[np.arange(labels.shape[1]) >= lengths[:, None]] = 0
-        return x, (labels, lengths)
+        labels[np.arange(labels.shape[1]) >= lengths[:, None]] = -1
+        return x, labels
     (length,) = input_shape
     if model == "lstm_lm":
         stream = rng.integers(0, num_classes, size=(batch_size, length + 1), dtype=np.int64)
@@ -522,7 +527,8 @@ class _Walk:
         self.c, self.h, self.w = out, h, w
 
     def pool(self, kernel, stride, padding=0, where=""):
-        h, w = (self.h + 2 * padding - kernel) // stride + 1, (self.w + 2 * padding - kernel) // stride + 1
+        h = (self.h + 2 * padding - kernel) // stride + 1
+        w = (self.w + 2 * padding - kernel) // stride + 1
         if h < 1 or w < 1:
             raise _TooSmall(f"the {self.h}x{self.w} feature map at {where} is smaller than its "
                             f"{kernel}x{kernel} pooling window")
@@ -722,7 +728,7 @@ def model_table() -> list[dict]:
 
 
 def print_models(as_json: bool = False) -> None:
-    """Print the model zoo as a table, or as JSON (with the differences and conventions spelled out).
+    """Print the model zoo as a table, or as JSON (differences and conventions spelled out).
 
     Parameter counts are the canonical ones, checked for both frameworks by
     tests/frameworks/test_models.py.

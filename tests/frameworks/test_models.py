@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import warnings
 from dataclasses import dataclass, replace
 
@@ -155,7 +156,7 @@ def _randomize_batch_norm(model) -> None:
                 m.running_var.copy_(0.5 + torch.rand(m.running_var.shape, generator=g))
 
 
-# --- 1. parameter counts --------------------------------------------------------------------------
+# --- 1. parameter counts -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", _cases("counts"))
 def test_trainable_parameters_are_equal_at_the_canonical_configuration(name):
@@ -170,7 +171,7 @@ def test_trainable_parameters_are_equal_at_the_canonical_configuration(name):
     keras.backend.clear_session()
 
 
-# --- 2. inference ---------------------------------------------------------------------------------
+# --- 2. inference --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", _cases("inference"))
 def test_inference_outputs_agree_after_copying_weights(pairs, name):
@@ -183,11 +184,13 @@ def test_inference_outputs_agree_after_copying_weights(pairs, name):
     with torch.inference_mode():  # the path the benchmark's inference step takes
         expected = p.torch_model(xt).numpy()
     got = p.keras32(xk, training=False).numpy()
+    error = transfer.relative_error(got, expected)
+    print(f"{name} inference: {error:.1e}")
     assert got.shape == expected.shape
-    assert transfer.relative_error(got, expected) <= 1e-4
+    assert error <= 1e-4
 
 
-# --- 3. gradients ----------------------------------------------------------------------------------
+# --- 3. gradients --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", _cases("inference"))
 def test_gradients_agree_in_float64(pairs, name):
@@ -211,11 +214,13 @@ def test_gradients_agree_in_float64(pairs, name):
     expected = dict((id(v), t) for v, t in transfer.keras_values(torch_model, keras_model))
     got = np.concatenate([np.asarray(g).ravel() for g in grads])
     want = np.concatenate([expected[id(v)].ravel() for v in keras_model.trainable_variables])
+    error = transfer.relative_error(got, want)
+    print(f"{name} gradients: {error:.1e}")
     # Keras computes CTC in float32 whatever its inputs (tf.nn.ctc_loss has no float64 kernel).
-    assert transfer.relative_error(got, want) <= (1e-6 if zoo.MODELS[name].loss == "ctc" else 1e-8)
+    assert error <= (1e-6 if zoo.MODELS[name].loss == "ctc" else 1e-8)
 
 
-# --- 4. training ----------------------------------------------------------------------------------
+# --- 4. training ---------------------------------------------------------------------------------
 
 def _train_torch(model, name, recipe, x, y) -> None:
     model.train()
@@ -284,7 +289,7 @@ def test_training_agrees_over_three_steps(pairs, name, optimizer):
     # float64: the frameworks compute the same training, up to float64 rounding.
     exact = {**recipe, "epsilon": F64_ADAM_EPSILON} if optimizer == "adam" else recipe
     torch64, keras64, grads = _training_run(p, exact, "float64")
-    noise = {path for path, g in grads.items() if g < ZERO_GRADIENT} if optimizer == "adam" else set()
+    noise = {path for path, g in grads.items() if g < ZERO_GRADIENT and optimizer == "adam"}
     error64 = transfer.compare(torch64, keras64, exclude=noise)["relative_error"]
 
     # float32, the benchmark's recipe: PyTorch's own float32 rounding bounds what can agree.
@@ -334,7 +339,7 @@ def test_embedding_gradients_are_dense_so_adam_agrees_on_repeated_tokens():
     assert np.abs(layer.embeddings.numpy() - pt.weight.detach().numpy()).max() < 1e-5
 
 
-# --- 5. weight transfer refuses a different network -----------------------------------------------
+# --- 5. weight transfer refuses a different network ----------------------------------------------
 
 def test_copying_into_another_network_is_an_error():
     torch_model = pm.build_model("lenet5", (1, 28, 28), 10)
@@ -346,7 +351,7 @@ def test_copying_into_another_network_is_an_error():
         transfer.copy_weights(torch_model, wider)
 
 
-# --- 6. FLOPs --------------------------------------------------------------------------------------
+# --- 6. FLOPs ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", NAMES)
 def test_flops_equal_pytorchs_own_counter(name):
@@ -371,7 +376,7 @@ def test_flops_equal_pytorchs_own_counter(name):
     assert zoo.flops_per_sample(name, spec.test_shape, classes, "train", **arch) == 3 * expected
 
 
-# --- 7. the backends run every kind of input ------------------------------------------------------
+# --- 7. the backends run every kind of input -----------------------------------------------------
 
 @pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
 @pytest.mark.parametrize("name", ["deepspeech2", "bert_base", "lstm_lm"])
@@ -386,10 +391,13 @@ def test_backends_train_and_infer_speech_and_language_models(monkeypatch, framew
                            (tf.config.threading, "set_intra_op_parallelism_threads"),
                            (tf.config.threading, "set_inter_op_parallelism_threads")):
         monkeypatch.setattr(module, setter, lambda n: None)
-    for phase in ("train", "infer"):
+    # Keras's own loop (compile, train_on_batch) takes the CTC targets as one array too.
+    keras_loop = framework == "tensorflow" and name == "deepspeech2"
+    modes = ("idiomatic", "keras") if keras_loop else ("idiomatic",)
+    for mode, phase in itertools.product(modes, ("train", "infer")):
         cell = Cell(experiment="throughput", device="cpu", framework=framework, model=name,
                     phase=phase, batch_size=2, input_shape=spec.test_shape, precision="fp32",
-                    mode="idiomatic", profile="matched", num_classes=min(spec.canonical_classes, 10))
+                    mode=mode, profile="matched", num_classes=min(spec.canonical_classes, 10))
         backend = get_backend(framework)(cell, threads=1, seed=SEED)
         backend.configure()
         backend.load()
@@ -397,11 +405,11 @@ def test_backends_train_and_infer_speech_and_language_models(monkeypatch, framew
         for _ in range(2):
             out = step()
         backend.synchronize()
-        value = out.detach().numpy() if isinstance(out, torch.Tensor) else np.asarray(out)
-        assert np.all(np.isfinite(value))
+        value = out.detach().numpy() if isinstance(out, torch.Tensor) else out
+        assert np.isfinite(np.asarray(value, dtype=np.float64)).all()
 
 
-# --- 8. keras.applications: the differences recorded are real -------------------------------------
+# --- 8. keras.applications: the differences recorded are real ------------------------------------
 
 @pytest.mark.slow
 def test_keras_applications_differ_as_recorded():

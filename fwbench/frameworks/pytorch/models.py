@@ -199,7 +199,8 @@ def _token_cross_entropy(logits, targets):
 
 
 def _ctc(logits, targets):
-    labels, lengths = targets
+    lengths = (targets >= 0).sum(-1)
+    labels = targets.clamp(min=0)  # the padding (-1) lies beyond each length
     log_probs = logits.log_softmax(-1).transpose(0, 1)  # (T', N, C), as ctc_loss wants
     frames = torch.full((logits.shape[0],), logits.shape[1], dtype=torch.long,
                         device=logits.device)
@@ -219,9 +220,7 @@ def optimizer(model: nn.Module, recipe: dict) -> torch.optim.Optimizer:
 
 def batch_tensors(name: str, x: np.ndarray, y, device) -> tuple:
     """The synthetic batch on ``device``, in this framework's layout (images stay NCHW)."""
-    def put(a):
-        return torch.from_numpy(a).to(device)
-    return put(x), tuple(put(t) for t in y) if isinstance(y, tuple) else put(y)
+    return torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
 
 
 def trainable_parameters(model: nn.Module) -> int:

@@ -91,11 +91,13 @@ def _resnet_block(x, kind, width, expansion, stride, p):
         shortcut = _conv(x, width * expansion, 1, stride, 0, name=f"{p}.downsample.0", bias=False)
         shortcut = _bn(shortcut, f"{p}.downsample.1")
     if kind == "basic":
-        y = layers.ReLU()(_bn(_conv(x, width, 3, stride, name=f"{p}.conv1", bias=False), f"{p}.bn1"))
+        y = _bn(_conv(x, width, 3, stride, name=f"{p}.conv1", bias=False), f"{p}.bn1")
+        y = layers.ReLU()(y)
         y = _bn(_conv(y, width, 3, name=f"{p}.conv2", bias=False), f"{p}.bn2")
     else:  # torchvision's v1.5 bottleneck: the stride sits on the 3x3 convolution
         y = layers.ReLU()(_bn(_conv(x, width, 1, name=f"{p}.conv1", bias=False), f"{p}.bn1"))
-        y = layers.ReLU()(_bn(_conv(y, width, 3, stride, name=f"{p}.conv2", bias=False), f"{p}.bn2"))
+        y = _bn(_conv(y, width, 3, stride, name=f"{p}.conv2", bias=False), f"{p}.bn2")
+        y = layers.ReLU()(y)
         y = _bn(_conv(y, width * expansion, 1, name=f"{p}.conv3", bias=False), f"{p}.bn3")
     return layers.ReLU()(layers.Add()([y, shortcut]))
 
@@ -182,7 +184,8 @@ def _efficientnet_b4(x, shape, classes, a):
         y = silu(_bn(y, f"{p}.{j}.1"))
         scale = layers.GlobalAveragePooling2D(keepdims=True)(y)
         scale = silu(layers.Conv2D(b["squeeze"], 1, name=f"{p}.{j + 1}.fc1")(scale))
-        scale = layers.Conv2D(b["expanded"], 1, activation="sigmoid", name=f"{p}.{j + 1}.fc2")(scale)
+        scale = layers.Conv2D(b["expanded"], 1, activation="sigmoid",
+                              name=f"{p}.{j + 1}.fc2")(scale)
         y = layers.Multiply()([scale, y])
         y = _bn(_conv(y, b["out"], 1, name=f"{p}.{j + 2}.0", bias=False), f"{p}.{j + 2}.1")
         if b["stride"] == 1 and b["in"] == b["out"]:
@@ -278,7 +281,9 @@ def loss_fn(name: str):
 
 
 def _ctc(targets, logits):
-    labels, lengths = targets
+    labels = ops.cast(targets, "int32")  # Keras's compile() may hand them over as floats
+    lengths = ops.sum(ops.cast(labels >= 0, "int32"), axis=-1)
+    labels = ops.maximum(labels, 0)  # the padding (-1) lies beyond each length
     frames = ops.full((ops.shape(logits)[0],), ops.shape(logits)[1], dtype="int32")
     per_utterance = ops.ctc_loss(labels, logits, lengths, frames, mask_index=0)
     return ops.mean(per_utterance / ops.cast(lengths, per_utterance.dtype))
@@ -300,8 +305,6 @@ def batch_tensors(name: str, x: np.ndarray, y, device) -> tuple:
     if zoo.MODELS[name].inputs == "image":
         x = np.ascontiguousarray(np.transpose(x, (0, 2, 3, 1)))
     with tf.device(device):
-        if isinstance(y, tuple):  # CTC targets: labels and label lengths
-            return tf.constant(x), (tf.constant(y[0], tf.int32), tf.constant(y[1], tf.int32))
         return tf.constant(x), tf.constant(y)
 
 
