@@ -266,11 +266,9 @@ def profile_trial(settings: dict) -> dict:
     import time
 
     from fwbench import provenance
-    from fwbench.ablation import unsupported_reason
     from fwbench.cells import Cell
     from fwbench.errors import Unsupported
-    from fwbench.models import check_input
-    from fwbench.trial import EXPERIMENTS, thread_environment
+    from fwbench.trial import EXPERIMENTS, load_backend, thread_environment
 
     cell = Cell.from_dict(settings["cell"])
     os.environ.update(thread_environment(settings["threads"]))
@@ -278,21 +276,10 @@ def profile_trial(settings: dict) -> dict:
         raise Unsupported(f"profiling covers the single-step experiments (throughput, ablation); "
                           f"the {cell.experiment} experiment runs its own loop "
                           f"({EXPERIMENTS[cell.experiment]})")
-    reason = check_input(cell.model, cell.input_shape) or unsupported_reason(cell)
-    if reason:
-        raise Unsupported(reason)
+    backend, in_force = load_backend(cell, settings)
 
     import importlib
 
-    from fwbench.frameworks import get_backend  # imports the framework, after the variables
-
-    backend_cls = get_backend(cell.framework)
-    reason = backend_cls.check_available(cell.device)
-    if reason:
-        raise Unsupported(reason)
-    backend = backend_cls(cell, threads=settings["threads"], seed=settings["seed"])
-    in_force = backend.configure()
-    backend.load()
     step, sync = backend.step(), backend.synchronize
     steps = int(settings.get("profile_steps") or DEFAULT_STEPS)
     for _ in range(max(int(settings.get("warmup_min", 2)), 2) + 1):  # cold start and warm-up

@@ -15,7 +15,6 @@ import os
 import resource
 import sys
 from datetime import datetime, timezone
-from pathlib import Path
 
 from fwbench import images, provenance, results, telemetry
 from fwbench.cells import Cell
@@ -108,20 +107,19 @@ def measure_idle_baseline(path, *, duration_s: float, period_s: float) -> dict:
 
 # --- child side -------------------------------------------------------------------------
 
-def measure_trial(settings: dict) -> dict:
-    """Measure the cell in ``settings``; returns the fields the result records."""
-    cell = Cell.from_dict(settings["cell"])
-    os.environ.update(thread_environment(settings["threads"]))
-    if cell.experiment in EXPERIMENTS:
-        module, function = EXPERIMENTS[cell.experiment].split(":")
-        return getattr(importlib.import_module(module), function)(settings)
+def load_backend(cell: Cell, settings: dict):
+    """The cell's backend, configured and loaded; Unsupported when the cell cannot run here.
+
+    Call after the thread variables are set: this imports the framework. Returns the backend and
+    the settings in force.
+    """
     from fwbench.ablation import unsupported_reason  # pandas: only in the child
 
     reason = check_input(cell.model, cell.input_shape) or unsupported_reason(cell)
     if reason:
         raise Unsupported(reason)
 
-    from fwbench.frameworks import get_backend  # imports the framework, after the variables
+    from fwbench.frameworks import get_backend
 
     backend_cls = get_backend(cell.framework)
     reason = backend_cls.check_available(cell.device)
@@ -130,6 +128,17 @@ def measure_trial(settings: dict) -> dict:
     backend = backend_cls(cell, threads=settings["threads"], seed=settings["seed"])
     in_force = backend.configure()
     backend.load()
+    return backend, in_force
+
+
+def measure_trial(settings: dict) -> dict:
+    """Measure the cell in ``settings``; returns the fields the result records."""
+    cell = Cell.from_dict(settings["cell"])
+    os.environ.update(thread_environment(settings["threads"]))
+    if cell.experiment in EXPERIMENTS:
+        module, function = EXPERIMENTS[cell.experiment].split(":")
+        return getattr(importlib.import_module(module), function)(settings)
+    backend, in_force = load_backend(cell, settings)
     _progress(f"{cell.id} trial {settings['trial']}: measuring")
     energy: dict[str, dict] = {}
     uuids = settings["gpu_uuids"]
