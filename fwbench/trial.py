@@ -115,7 +115,8 @@ def load_backend(cell: Cell, settings: dict):
     """
     from fwbench.ablation import unsupported_reason  # pandas: only in the child
 
-    reason = check_input(cell.model, cell.input_shape) or unsupported_reason(cell)
+    reason = (check_input(cell.model, cell.input_shape, batch_size=cell.batch_size,
+                          phase=cell.phase) or unsupported_reason(cell))
     if reason:
         raise Unsupported(reason)
 

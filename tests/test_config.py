@@ -30,7 +30,7 @@ BAD = [
     ("empty axis", lambda c: c.update(phases=[]), ["phases", "empty"]),
     ("duplicated axis", lambda c: c.update(batch_sizes=[2, 2]), ["batch_sizes", "[2, 2]"]),
     ("unknown nested key", lambda c: c["models"]["lenet5"].update(width=2), ["width"]),
-    ("bad input shape", lambda c: c["models"]["lenet5"].update(input_shapes=[[28, 28]]),
+    ("bad input shape", lambda c: c["models"]["lenet5"].update(input_shapes=[[1, 0, 28]]),
      ["input_shapes[0]"]),
     ("missing required key", lambda c: c.pop("trials"), ["trials"]),
     ("warm-up bounds reversed", lambda c: c.update(warmup={"min": 5, "max": 1}), ["warmup", "5"]),
