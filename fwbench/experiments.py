@@ -337,14 +337,9 @@ def _start(settings: dict, experiment: str) -> _Run:
     augment = datasets.Augment() if augment else None
 
     from fwbench import provenance
-    from fwbench.frameworks import get_backend  # imports the framework, after the variables
+    from fwbench.trial import configure_backend
 
-    backend_cls = get_backend(cell.framework)
-    reason = backend_cls.check_available(cell.device)
-    if reason:
-        raise Unsupported(reason)
-    backend = backend_cls(cell, threads=settings["threads"], seed=settings["seed"])
-    in_force = backend.configure()
+    backend, in_force = configure_backend(cell, settings)
     framework = importlib.import_module(f"fwbench.frameworks.{cell.framework}.data")
     weights, weights_info = _initial_weights(opts, cell, settings["seed"])
     r = recipe(opts)

@@ -119,17 +119,22 @@ def load_backend(cell: Cell, settings: dict):
                           phase=cell.phase) or unsupported_reason(cell))
     if reason:
         raise Unsupported(reason)
+    backend, in_force = configure_backend(cell, settings)
+    backend.load()
+    return backend, in_force
 
-    from fwbench.frameworks import get_backend
+
+def configure_backend(cell: Cell, settings: dict):
+    """The cell's backend with its settings applied (threads, precision, profile), not loaded;
+    Unsupported when the framework cannot use the cell's device here."""
+    from fwbench.frameworks import get_backend  # imports the framework, after the variables
 
     backend_cls = get_backend(cell.framework)
     reason = backend_cls.check_available(cell.device)
     if reason:
         raise Unsupported(reason)
     backend = backend_cls(cell, threads=settings["threads"], seed=settings["seed"])
-    in_force = backend.configure()
-    backend.load()
-    return backend, in_force
+    return backend, backend.configure()
 
 
 def measure_trial(settings: dict) -> dict:
