@@ -1,6 +1,10 @@
 """fwbench/harness.py: synchronized timed regions, cold start apart, bounded warm-up, every time kept."""
 
 import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +102,33 @@ def test_warmup_respects_its_bounds():
 ])
 def test_is_steady(times, steady):
     assert is_steady(times) is steady
+
+
+# --- the CUDA path: scripts/verify_gpu_harness.py --------------------------------------------
+
+VERIFY = Path(__file__).resolve().parent.parent / "scripts" / "verify_gpu_harness.py"
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def test_gpu_verification_says_so_without_a_gpu(tmp_path):
+    if _cuda():
+        pytest.skip("a GPU is visible: the gpu-marked test runs the script")
+    done = subprocess.run([sys.executable, str(VERIFY), str(tmp_path)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and "no CUDA device" in done.stderr
+
+
+@pytest.mark.gpu
+def test_harness_agrees_with_cuda_events_and_the_gpu_sweep_runs(tmp_path):
+    if not _cuda():
+        pytest.skip("needs an NVIDIA GPU")
+    done = subprocess.run([sys.executable, str(VERIFY), str(tmp_path)], capture_output=True,
+                          text=True, timeout=1800)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["known_kernel"]["agrees"], summary["known_kernel"]
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -1,0 +1,125 @@
+"""Verify the harness's CUDA path on a machine with an NVIDIA GPU and PyTorch.
+
+    python scripts/verify_gpu_harness.py OUT_DIR [--model resnet18] [--batch 64]
+
+1. Timing against a kernel of known duration: torch.cuda._sleep spins on the device for a
+   given number of clock cycles. CUDA events time it first (the device's own clock); then
+   fwbench.harness.measure times it with the backend's synchronize, and without synchronizing.
+   Synchronized, the harness must agree with the events within 2% (plus 20 µs of launch and
+   clock reads); unsynchronized it sees only the launch, which is what the sync is for.
+2. A PyTorch sweep through the trial path a workflow job takes (supervised child, telemetry
+   sampler, result JSON): train and infer × eager and torch.compile × fp32, bf16 and fp16.
+
+Writes OUT_DIR/summary.json (versions, checks, one line per trial) and OUT_DIR/trials/*.json.
+Exit status 0 when every check passes and every trial ends ok, 1 otherwise, 2 without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fwbench from this work tree
+
+from fwbench import config as fwconfig  # noqa: E402
+from fwbench.harness import measure  # noqa: E402
+from fwbench.plan import Plan  # noqa: E402
+from fwbench.trial import run_trial  # noqa: E402
+
+KERNEL_MS = 10.0
+TOLERANCE = 0.02
+SLACK_NS = 20_000
+
+
+def known_kernel(torch) -> dict:
+    """The harness against CUDA events on a spin kernel of about KERNEL_MS milliseconds."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def event_ms(cycles: int) -> float:
+        torch.cuda.synchronize()
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end)
+
+    probe = 10_000_000
+    event_ms(probe)  # the first launch loads the kernel
+    cycles = int(probe * KERNEL_MS / statistics.median(event_ms(probe) for _ in range(5)))
+    expected_ns = statistics.median(event_ms(cycles) for _ in range(20)) * 1e6
+
+    def step():
+        torch.cuda._sleep(cycles)
+
+    synced = measure(step, torch.cuda.synchronize, iterations=20, warmup_min=2, warmup_max=5)
+    unsynced = measure(step, lambda: None, iterations=20, warmup_min=2, warmup_max=5)
+    torch.cuda.synchronize()
+    synced_ns = statistics.median(synced.iteration_ns)
+    unsynced_ns = statistics.median(unsynced.iteration_ns)
+    return {
+        "cycles": cycles, "events_median_ns": expected_ns,
+        "harness_median_ns": synced_ns, "harness_unsynchronized_median_ns": unsynced_ns,
+        "ratio": synced_ns / expected_ns,
+        "agrees": abs(synced_ns - expected_ns) <= TOLERANCE * expected_ns + SLACK_NS,
+        "unsynchronized_sees_only_the_launch": unsynced_ns < 0.2 * expected_ns,
+    }
+
+
+def sweep_config(model: str, batch: int) -> dict:
+    """The sweep as a validated config, so the trials are planned as a workflow plans them."""
+    return fwconfig.validate({
+        "run": "gpu-harness", "frameworks": ["pytorch"], "devices": ["cuda"],
+        "models": {model: {"input_shapes": [[3, 224, 224]]}}, "batch_sizes": [batch],
+        "phases": ["train", "infer"], "modes": ["eager", "compiled"],
+        "precisions": ["fp32", "bf16", "fp16"], "trials": 1, "iterations": 30,
+        "warmup": {"min": 5, "max": 50}, "blocks": {"count": 3, "size": 10},
+        "timeout_s": 600,
+    })
+
+
+def main(out_dir: str, model: str, batch: int) -> int:
+    import torch
+
+    if not torch.cuda.is_available():
+        print("no CUDA device visible to PyTorch", file=sys.stderr)
+        return 2
+    out = Path(out_dir)
+    (out / "trials").mkdir(parents=True, exist_ok=True)
+    kernel = known_kernel(torch)
+    print(f"known kernel: {json.dumps(kernel)}", file=sys.stderr)
+    plan = Plan.from_config(sweep_config(model, batch))
+    lines = []
+    for trial in plan.trials:
+        name = trial.cell.name
+        result = run_trial(plan.trial_settings(trial), out / "trials" / f"{name}.json",
+                           out / "trials" / f"{name}.env.json",
+                           out / "trials" / f"{name}.telemetry.csv")
+        times = result["iteration_ns"]
+        line = {"cell": name, "status": result["status"], "message": result["message"][:300],
+                "cold_start_ms": (result["cold_start_ns"] or 0) / 1e6,
+                "median_ms": statistics.median(times) / 1e6 if times else None,
+                "settings_in_force": result["settings_in_force"]}
+        print(json.dumps(line), file=sys.stderr)
+        lines.append(line)
+    summary = {
+        "device": torch.cuda.get_device_name(0),
+        "versions": {"torch": torch.__version__, "cuda": torch.version.cuda,
+                     "cudnn": torch.backends.cudnn.version()},
+        "known_kernel": kernel, "trials": lines,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    passed = (kernel["agrees"] and kernel["unsynchronized_sees_only_the_launch"]
+              and all(line["status"] == "ok" for line in lines))
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir")
+    parser.add_argument("--model", default="resnet18")
+    parser.add_argument("--batch", type=int, default=64)
+    args = parser.parse_args()
+    sys.exit(main(args.out_dir, args.model, args.batch))
