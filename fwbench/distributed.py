@@ -20,7 +20,8 @@ Child side, inside the supervised trial process::
                          gloo on the CPU, NCCL on CUDA), TF_CONFIG on localhost ports for
                          TensorFlow; each rank runs measure_ranks, rank 0 reports every rank's times
 
-Host side, over the trials table: scaling_efficiency(trials) and strategy_comparisons(trials).
+Host side, over the trials table: scaling_efficiency(trials) and strategy_comparisons(trials);
+summarize_distributed(trials) gives both for stats/scaling.csv and stats/strategies.csv.
 docs/distributed.md describes the method and the cluster profile.
 """
 
@@ -47,7 +48,7 @@ __all__ = [
     "STRATEGY_PAIRS", "STRATEGIES", "MULTI_PROCESS", "resolve_strategy", "strategy_pair",
     "unsupported_reason", "shard_indices", "run_distributed", "run_rank", "measure_ranks",
     "RankMeasurement", "scaling_efficiency", "strategy_comparisons", "EFFICIENCY_COLUMNS",
-    "COMPARISON_COLUMNS", "NEAR_LINEAR",
+    "COMPARISON_COLUMNS", "NEAR_LINEAR", "STRATEGY_LABELS", "summarize_distributed",
 ]
 
 # What each framework runs under a strategy pair's name.
@@ -57,6 +58,9 @@ STRATEGY_PAIRS = {
 }
 STRATEGIES = {name: (framework, pair) for pair, names in STRATEGY_PAIRS.items()
               for framework, name in names.items()}
+# How the report names each framework's strategy.
+STRATEGY_LABELS = {"dp": "DataParallel", "ddp": "DistributedDataParallel",
+                   "mirrored": "MirroredStrategy", "multiworker": "MultiWorkerMirroredStrategy"}
 MULTI_PROCESS = frozenset(STRATEGY_PAIRS["multi_process"].values())
 
 # patel2023 calls DDP's speed-up "near-linear" without a number. We read it as a scaling efficiency
@@ -619,6 +623,23 @@ def strategy_comparisons(trials, *, confidence: float = 0.95):
                      "ci_attained": hl.attained, "ci_method": f"Hodges-Lehmann, {hl.method}",
                      "faster": faster, "note": "; ".join(notes)})
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+def summarize_distributed(trials, *, confidence: float = 0.95) -> dict:
+    """stats/scaling.csv and stats/strategies.csv from the trials table: scaling_efficiency and
+    strategy_comparisons over its distributed trials (rules/statistics.smk, summarise_distributed).
+
+    A run without distributed trials gets both tables empty, with their columns, so the report
+    can say the experiment did not run.
+    """
+    import pandas as pd
+
+    rows = trials[trials["experiment"] == "distributed"] if "experiment" in trials else trials[:0]
+    if rows.empty:
+        return {"scaling": pd.DataFrame(columns=EFFICIENCY_COLUMNS),
+                "strategies": pd.DataFrame(columns=COMPARISON_COLUMNS)}
+    return {"scaling": scaling_efficiency(rows, confidence=confidence),
+            "strategies": strategy_comparisons(rows, confidence=confidence)}
 
 
 if __name__ == "__main__":

@@ -451,6 +451,181 @@ def per_cell_metric(trials, folder: Path, *, key: str, title: str, column: str, 
     return Figure(key, title, caption, file=file)
 
 
+# --- the real-data experiments: epoch times, accuracy per epoch, confusion (tian2020) ----------
+
+# Axes that tell training results apart: a pair's, but the phase (always train), and the run's
+# optimizer (a data setting, not a cell axis).
+TRAINING_AXES = [a for a in PAIR_AXES if a != "phase"] + ["optimizer"]
+OPTIMIZER_STYLES = ("-", "--", ":", "-.")
+
+
+def _training_label(row, varying: list[str]) -> str:
+    parts = [str(row["model"])]
+    for axis in varying:
+        if axis != "model":
+            parts.append(f"b{row[axis]}" if axis == "batch_size" else str(row[axis]))
+    return " ".join(parts)
+
+
+def _training_varying(frame) -> list[str]:
+    return [a for a in TRAINING_AXES if a in frame and frame[a].astype(str).nunique() > 1]
+
+
+def _time_unit(values_ns) -> tuple[str, float]:
+    finite = [float(v) for v in values_ns if not missing(v)]
+    return ("s", 1e9) if finite and max(finite) >= 1e9 else ("ms", 1e6)
+
+
+def epoch_times(summary, folder: Path, *, key: str, title: str, source=None, absent: str = "",
+                note: str = "") -> Figure:
+    """tian2020's time bars: one panel per ``measure``, per cell each framework's median over
+    trials, with the interval of that median as error bars.
+
+    ``summary``: one row per cell, framework and measure, with ``median``, ``low`` and
+    ``high`` in nanoseconds; its row order is the order of the bars. ``note`` ends the caption.
+    """
+    if summary is None or summary.empty:
+        return Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
+    axes = [a for a in TRAINING_AXES if a in summary]
+    varying = _training_varying(summary)
+    cells = summary.drop_duplicates(axes)
+    position = {tuple(map(str, r[axes])): i for i, (_, r) in enumerate(cells.iterrows())}
+    measures = list(dict.fromkeys(summary["measure"]))
+    seen = set()
+    with rc_context(RC):
+        fig = _new(6.8, 2.6)
+        panels = fig.subplots(1, len(measures), squeeze=False)[0]
+        for ax, measure in zip(panels, measures):
+            part = summary[summary["measure"] == measure]
+            unit, scale = _time_unit(part["high"].tolist() + part["median"].tolist())
+            for framework, offset in (("pytorch", -0.2), ("tensorflow", 0.2)):
+                for _, row in part[part["framework"] == framework].iterrows():
+                    x = position[tuple(map(str, row[axes]))] + offset
+                    if missing(row["median"]):
+                        ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=6,
+                                color="#666666")
+                        continue
+                    median = float(row["median"]) / scale
+                    low, high = (float(row[c]) / scale if not missing(row[c]) else median
+                                 for c in ("low", "high"))
+                    ax.bar(x, median, width=0.4, color=FRAMEWORK_COLOURS[framework],
+                           yerr=[[median - low], [high - median]], capsize=2,
+                           error_kw={"linewidth": 0.8},
+                           label=None if framework in seen else FRAMEWORK_LABELS[framework])
+                    seen.add(framework)
+            ax.set_xticks(range(len(position)),
+                          [_training_label(r, varying) for _, r in cells.iterrows()],
+                          rotation=30 if len(position) > 2 else 0,
+                          ha="right" if len(position) > 2 else "center")
+            ax.set_ylabel(f"time ({unit})")
+            ax.set_title(measure, fontsize=7)
+            ax.grid(axis="y", color="#eeeeee", linewidth=0.5)
+            ax.set_axisbelow(True)
+        fig.legend(loc="outside lower center", frameon=False, ncols=2)
+        file = _save(fig, folder, f"{key}.svg")
+    fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(cells).items())
+    caption = (f"{title}: per cell, the median over trials of each framework's "
+               + "; ".join(measures) + f" ({fixed}). Error bars: the distribution-free interval "
+               "of the median (order statistics; the range of the trials when there are too "
+               f"few for 95 %). n/a: not measured. {note}").strip()
+    return Figure(key, title, caption, file=file, source=source)
+
+
+def accuracy_curves(epochs, folder: Path, *, key: str, title: str, source=None,
+                    absent: str = "") -> Figure:
+    """Validation accuracy against epoch: one panel per cell pair, one line per framework and
+    optimizer, the median over trials with the trials' range as a band."""
+    from matplotlib.ticker import MaxNLocator
+
+    if epochs is None or epochs.empty:
+        return Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
+    panel_axes = [a for a in TRAINING_AXES if a in epochs and a != "optimizer"]
+    panels_frame = epochs.drop_duplicates(panel_axes).sort_values(panel_axes, kind="stable")
+    varying = [a for a in _training_varying(panels_frame) if a != "optimizer"]
+    optimizers = sorted(epochs["optimizer"].dropna().astype(str).unique())
+    shown = list(panels_frame.iterrows())[:MAX_WHY_PANELS]
+    with rc_context(RC):
+        cols = min(len(shown), 2)
+        rows = math.ceil(len(shown) / cols)
+        fig = _new(6.8, 2.3 * rows)
+        axes = fig.subplots(rows, cols, squeeze=False).ravel()
+        for ax, (_, first) in zip(axes, shown):
+            part = epochs[(epochs[panel_axes].astype(str) == first[panel_axes].astype(str))
+                          .all(axis=1)]
+            for (framework, optimizer), line in part.groupby(
+                    ["framework", part["optimizer"].fillna("").astype(str)], sort=True):
+                stats = line.groupby("epoch")["val_accuracy"].agg(["median", "min", "max"])
+                colour = FRAMEWORK_COLOURS.get(str(framework), "#444444")
+                style = (OPTIMIZER_STYLES[optimizers.index(optimizer) % len(OPTIMIZER_STYLES)]
+                         if optimizer in optimizers else "-")
+                label = " ".join([FRAMEWORK_LABELS.get(str(framework), str(framework)),
+                                  optimizer]).strip()
+                ax.fill_between(stats.index, 100 * stats["min"], 100 * stats["max"],
+                                color=colour, alpha=0.2, linewidth=0)
+                ax.plot(stats.index, 100 * stats["median"], color=colour, linestyle=style,
+                        marker="o" if len(stats) <= 12 else None, markersize=2.5,
+                        linewidth=1, label=label)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_xlabel("epoch")
+            ax.set_ylabel("validation accuracy (%)")
+            ax.set_title(_training_label(first, varying), fontsize=8)
+            ax.grid(color="#eeeeee", linewidth=0.5)
+            ax.legend(frameon=False, fontsize=6)
+        for ax in axes[len(shown):]:
+            ax.set_visible(False)
+        file = _save(fig, folder, f"{key}.svg")
+    more = (f" The first {len(shown)} of {len(panels_frame)} cells are drawn."
+            if len(panels_frame) > len(shown) else "")
+    fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(panels_frame).items())
+    caption = (f"{title}: accuracy on the test set after each training epoch, per cell; lines: "
+               "the median over trials per framework and optimizer, bands: the range of the "
+               f"trials ({fixed}).{more}")
+    return Figure(key, title, caption, file=file, source=source)
+
+
+def confusion_matrices(confusion, folder: Path, *, key: str, title: str, which: str,
+                       source=None, absent: str = "") -> Figure:
+    """Each framework's confusion matrix for one cell, summed over its trials and divided by
+    each true class's count, shaded with the share printed in each cell."""
+    if confusion is None or confusion.empty:
+        return Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
+    frameworks = [f for f in ("pytorch", "tensorflow") if f in set(confusion["framework"])]
+    with rc_context(RC):
+        fig = _new(6.8, 3.6)
+        panels = fig.subplots(1, len(frameworks), squeeze=False)[0]
+        for ax, framework in zip(panels, frameworks):
+            part = confusion[confusion["framework"] == framework]
+            counts = part.pivot_table(index="true_class", columns="predicted_class",
+                                      values="count", aggfunc="sum", fill_value=0)
+            labels = (part.drop_duplicates("true_class").set_index("true_class")
+                      .loc[counts.index, "true_label"].astype(str).tolist())
+            totals = counts.sum(axis=1).replace(0, 1)
+            share = counts.div(totals, axis=0).to_numpy(dtype=float)
+            mesh = ax.pcolormesh(share, cmap="Blues", vmin=0, vmax=1)
+            for i, row in enumerate(share):
+                for j, value in enumerate(row):
+                    ax.text(j + 0.5, i + 0.5, f"{100 * value:.0f}", ha="center", va="center",
+                            fontsize=4.5, color="white" if value > 0.6 else "black")
+            ticks = [k + 0.5 for k in range(len(labels))]
+            ax.set_xticks(ticks, labels, rotation=90)
+            ax.set_yticks(ticks, labels)
+            ax.invert_yaxis()
+            ax.set_aspect("equal")
+            ax.set_xlabel("predicted class")
+            ax.set_ylabel("true class")
+            matrix = counts.to_numpy(dtype=float)
+            correct = matrix.trace() / max(matrix.sum(), 1)
+            ax.set_title(f"{FRAMEWORK_LABELS.get(framework, framework)}: "
+                         f"{part['trial'].nunique()} trial(s), {100 * correct:.1f} % correct",
+                         fontsize=8)
+        fig.colorbar(mesh, ax=list(panels), shrink=0.7, label="share of the true class")
+        file = _save(fig, folder, f"{key}.svg")
+    caption = (f"{title}: {which}. Rows: the true class; columns: the predicted class; each "
+               "framework's counts summed over its trials and divided by the true class's "
+               "count (numbers: per cent of that class).")
+    return Figure(key, title, caption, file=file, source=source)
+
+
 # --- why: the ablation's waterfall and where the time goes ---------------------------------
 
 MAX_WHY_PANELS = 6
@@ -617,3 +792,244 @@ def time_breakdown(profiles, folder: Path, *, key="time_breakdown", cell_stats=N
                "length: the profiled shares times the cell's median step time (the profiled "
                "time per step where the statistics have no median)." + more)
     return Figure(key, title, caption, file=file)
+
+
+# --- beyond one device: throughput and scaling efficiency against the device count ---------
+
+# The axes that tell a distributed cell's series apart (besides framework and strategy).
+DISTRIBUTED_AXES = ["device", "model", "batch_size", "input_shape", "precision", "mode",
+                    "profile"]
+STRATEGY_STYLES = {"multi_process": "-", "single_process": "--"}
+
+
+def scaling(cell_stats, efficiency, folder: Path, *, key="scaling", source=None,
+            absent: str = "") -> Figure:
+    """Throughput (left) and scaling efficiency (right) against the number of devices or
+    processes, one line per framework, strategy and cell, with intervals: the median's for the
+    throughput, the Hodges-Lehmann interval of fwbench.distributed for the efficiency.
+    ``absent`` completes the sentence when the statistics hold no distributed cell."""
+    title = "Scaling over devices"
+    frame = select_rows(cell_stats, {"experiment": "distributed"})
+    if frame.empty or "throughput_sps" not in frame:
+        return Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
+    frame = frame[[not missing(v) for v in frame["throughput_sps"]]]
+    if frame.empty:
+        return Figure(key, title, "", source=source, reason=(
+            "Not drawn: no distributed cell has an ok trial (Appendix B gives each failure)."))
+    frame = frame.assign(world_size=frame["world_size"].astype(int))
+    varying = [a for a in DISTRIBUTED_AXES if a in frame and frame[a].astype(str).nunique() > 1]
+    keys = ["framework", "strategy", *varying]
+    measured = select_rows(efficiency, {"experiment": "distributed"})
+    if not measured.empty:
+        measured = measured[[not missing(v) for v in measured["efficiency"]]]
+    with rc_context(RC):
+        fig = _new(6.8, 2.8)
+        left, right = fig.subplots(1, 2)
+        for values, group in frame.groupby(keys, sort=True):
+            style = _series_style(dict(zip(keys, values)), varying)
+            group = group.sort_values("world_size")
+            sps, lo, hi = _throughput_columns(group)
+            left.errorbar(group["world_size"], sps, yerr=[[max(s - a, 0) for s, a in zip(sps, lo)],
+                                                          [max(b - s, 0) for s, b in zip(sps, hi)]],
+                          capsize=2, linewidth=1, markersize=3.5, **style)
+            rows = select_rows(measured, dict(zip(keys, values)))
+            if rows.empty:
+                continue
+            rows = rows.sort_values("world_size")
+            eff = rows["efficiency"].astype(float).to_numpy()
+            lo, hi = (rows[c].astype(float).to_numpy()
+                      for c in ("efficiency_ci_low", "efficiency_ci_high"))
+            right.errorbar([1, *rows["world_size"].astype(int)], [1.0, *eff],
+                           yerr=[[0, *(max(e - a, 0) for e, a in zip(eff, lo))],
+                                 [0, *(max(b - e, 0) for e, b in zip(eff, hi))]],
+                           capsize=2, linewidth=1, markersize=3.5, **{**style, "label": None})
+        sizes = sorted(frame["world_size"].unique())
+        for ax in (left, right):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sizes, [str(s) for s in sizes])
+            ax.minorticks_off()
+            ax.set_xlabel("devices or processes")
+            ax.grid(color="#eeeeee", linewidth=0.5)
+        left.set_ylabel("samples per second")
+        right.axhline(1.0, color="black", linewidth=0.8)
+        threshold = _near_linear(measured)
+        right.axhline(threshold, color="#7f7f7f", linewidth=0.8, linestyle=":")
+        right.set_ylabel("scaling efficiency")
+        fig.legend(loc="outside lower center", frameon=False, ncols=2)
+        file = _save(fig, folder, f"{key}.svg")
+    fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(frame).items() if k != "experiment")
+    caption = (f"{title}: left, throughput (per-device batch × devices / median step time, so the "
+               "batch per device is fixed: weak scaling) against the number of devices or "
+               "processes, per framework and strategy, with the interval of the median; right, "
+               "the scaling efficiency E(N) = X(N) / (N × X(1)) with its Hodges-Lehmann interval "
+               f"(1: linear; dotted: {threshold:g}, which we read as near-linear). "
+               + (f"{fixed}." if fixed else "")
+               + ("" if not measured.empty else " No efficiency: no strategy has ok trials "
+                  "both at one device and at more."))
+    return Figure(key, title, caption.strip(), file=file, source=source)
+
+
+def _series_style(values: dict, varying: list[str]) -> dict:
+    from fwbench.distributed import STRATEGY_LABELS, resolve_strategy, strategy_pair
+
+    framework, strategy = str(values["framework"]), str(values["strategy"])
+    name = STRATEGY_LABELS[resolve_strategy(strategy, framework)]
+    extra = [f"b{values[a]}" if a == "batch_size" else str(values[a]) for a in varying]
+    return {"color": FRAMEWORK_COLOURS.get(framework, "#444444"), "marker": "o",
+            "linestyle": STRATEGY_STYLES[strategy_pair(strategy)],
+            "label": " ".join([name, *extra])}
+
+
+def _near_linear(efficiency) -> float:
+    from fwbench.distributed import NEAR_LINEAR
+
+    if efficiency.empty or "near_linear_threshold" not in efficiency:
+        return NEAR_LINEAR
+    return float(efficiency["near_linear_threshold"].iloc[0])
+
+
+# --- one trial's telemetry over time, its phases shaded -------------------------------------
+
+PHASE_SHADES = {"cold_start": ("cold start", "#e69f00"), "warmup": ("warm-up", "#f0e442"),
+                "measure": ("measure", "#56b4e9"), "blocks": ("blocks", "#cc79a7")}
+TRACE_PANELS = (("utilization (%)", (("cpu", "cpu_util_pct", "CPU utilization, all cores"),
+                                     ("gpu", "gpu_util_pct", "GPU utilization"))),
+                ("temperature (°C)", (("cpu", "cpu_temp_c", "CPU temperature"),
+                                      ("gpu", "gpu_temp_c", "GPU temperature"))),
+                ("GPU power (W)", (("gpu", "gpu_power_w", "GPU board power"),)))
+
+
+def telemetry_trace(trace, folder: Path, *, key="telemetry_trace", chosen: str = "",
+                    absent: str = "") -> Figure:
+    """One trial's CPU and GPU utilization, temperatures and GPU power over time (its side
+    file, as tables/telemetry_trace.parquet holds it), the harness's phases shaded; a panel
+    without readings is left out and named in the caption."""
+    title = "Telemetry trace of one trial"
+    if trace is None or trace.empty or "source" not in trace:
+        return Figure(key, title, "", reason=f"Not drawn: {absent}.")
+    samples = trace[trace["source"] != "marker"]
+    markers = trace[trace["source"] == "marker"].sort_values("t_s")
+    panels, lacking = [], []
+    for label, series in TRACE_PANELS:
+        drawn = [(s, c, name) for s, c, name in series
+                 if c in samples and samples.loc[samples["source"] == s, c].notna().any()]
+        lacking += [name for s, c, name in series if (s, c, name) not in drawn]
+        if drawn:
+            panels.append((label, drawn))
+    if not panels:
+        return Figure(key, title, "", reason="Not drawn: the chosen trial's side file has no "
+                                             "reading.")
+    with rc_context(RC):
+        fig = _new(6.8, 1.0 + 1.3 * len(panels))
+        axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+        for ax, (label, drawn) in zip(axes, panels):
+            _shade_phases(ax, markers)
+            for source, column, name in drawn:
+                part = samples[samples["source"] == source]
+                for index, series in part.groupby(part["gpu_index"].fillna(-1), sort=True):
+                    gpu = f" {int(index)}" if source == "gpu" and part["gpu_index"].nunique() > 1 \
+                        else ""
+                    ax.plot(series["t_s"], series[column], linewidth=1, label=name + gpu,
+                            color="#009e73" if source == "gpu" else "#333333")
+            ax.set_ylabel(label)
+            ax.grid(color="#eeeeee", linewidth=0.5)
+            ax.legend(loc="upper left", frameon=False, fontsize=6)
+        axes[-1].set_xlabel("seconds from the cold-start iteration")
+        handles = [_phase_patch(name) for name in markers["marker"] if name in PHASE_SHADES]
+        if handles:
+            fig.legend(handles=handles, loc="outside lower center", frameon=False,
+                       ncols=len(handles))
+        file = _save(fig, folder, f"{key}.svg")
+    first = trace.iloc[0]
+    caption = (f"{title}: trial {int(first['trial'])} of {first['cell_id']}, {chosen}. "
+               "Before 0 the process starts, imports its framework and builds the model; the "
+               "shaded spans are the harness's phases between its markers. CPU utilization is "
+               "the whole machine's." + (f" No reading of: {', '.join(lacking)}." if lacking
+                                         else ""))
+    return Figure(key, title, caption, file=file)
+
+
+def _shade_phases(ax, markers) -> None:
+    times = list(zip(markers["marker"], markers["t_s"].astype(float)))
+    for (name, start), (_, end) in zip(times, times[1:]):
+        if name in PHASE_SHADES:
+            ax.axvspan(start, end, color=PHASE_SHADES[name][1], alpha=0.25, linewidth=0)
+
+
+def _phase_patch(name: str):
+    from matplotlib.patches import Patch
+
+    label, colour = PHASE_SHADES[name]
+    return Patch(color=colour, alpha=0.25, label=label)
+
+
+# --- achieved FLOP/s and the fraction of the device's peak ---------------------------------
+
+def achieved_flops(flops, folder: Path, *, key="achieved_flops", absent: str = "") -> Figure:
+    """Achieved FLOP/s per cell and framework with the interval its throughput gives (left),
+    and the fraction of the device's peak where a peak is known (right)."""
+    from matplotlib.ticker import FuncFormatter
+
+    title = "Achieved FLOP/s and fraction of peak"
+    if flops is None or flops.empty or "achieved_flops" not in flops:
+        return Figure(key, title, "", reason=f"Not drawn: {absent}.")
+    frame = flops[[not missing(v) for v in flops["achieved_flops"]]]
+    if frame.empty:
+        reasons = sorted({str(n) for n in flops["note"] if not missing(n) and str(n)})
+        return Figure(key, title, "", reason="Not drawn: no cell has an achieved rate ("
+                      + "; ".join(reasons) + ").")
+    frame = _sort_pairs(frame)
+    pairs = frame.drop_duplicates("pair_id")
+    rows = {pid: i for i, pid in enumerate(pairs["pair_id"])}
+    peaked = frame[[not missing(v) for v in frame["fraction_of_peak"]]]
+    with rc_context(RC):
+        fig = _new(6.8, 0.9 + 0.22 * len(pairs))
+        axes = fig.subplots(1, 2 if len(peaked) else 1, sharey=True, squeeze=False)[0]
+        unit, scale = ("TFLOP/s", 1e-12) if frame["achieved_flops"].max() >= 1e12 else \
+            ("GFLOP/s", 1e-9)
+        _framework_points(axes[0], frame, rows, "achieved_flops", "achieved_ci_low",
+                          "achieved_ci_high", scale)
+        axes[0].set_xscale("log")
+        axes[0].xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axes[0].xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        axes[0].set_xlabel(f"achieved {unit} (log scale)")
+        if len(peaked):
+            _framework_points(axes[1], peaked, rows, "fraction_of_peak", "fraction_ci_low",
+                              "fraction_ci_high", 100, label=False)
+            axes[1].set_xlabel("% of the device's peak")
+        axes[0].set_yticks(range(len(pairs)),
+                           [pair_label(r, varying_axes(pairs)) for _, r in pairs.iterrows()])
+        axes[0].set_ylim(len(pairs) - 0.5, -0.5)
+        for ax in axes:
+            ax.grid(axis="x", which="both", color="#eeeeee", linewidth=0.5)
+        fig.legend(loc="outside lower center", frameon=False, ncols=2)
+        file = _save(fig, folder, f"{key}.svg")
+    sources = sorted({str(s) for s in peaked.get("peak_source", []) if not missing(s)})
+    unpeaked = frame[[missing(v) for v in frame["fraction_of_peak"]]]
+    reasons = sorted({str(n) for n in unpeaked["note"] if not missing(n) and str(n)})
+    caption = (f"{title}: FLOPs per sample (a multiply-add is 2 FLOPs; training 3 × forward; "
+               "normalization, activations and the optimizer not counted, so both values are "
+               "lower bounds) times samples per second, per cell and framework, with the "
+               "interval the throughput's gives"
+               + (f"; right, as a share of the peak ({'; '.join(sources)})" if sources else "")
+               + "." + (f" No fraction of peak for {len(unpeaked)} of {len(frame)} cells: "
+                        + "; ".join(reasons) + "." if len(unpeaked) else ""))
+    return Figure(key, title, caption, file=file)
+
+
+def _framework_points(ax, frame, rows: dict, column: str, low: str, high: str, scale: float,
+                      label: bool = True) -> None:
+    """One point per cell with its interval, PyTorch above TensorFlow in each pair's row."""
+    for framework, offset in (("pytorch", -0.17), ("tensorflow", 0.17)):
+        part = frame[frame["framework"] == framework]
+        if part.empty:
+            continue
+        value, lo, hi = (part[c].astype(float).to_numpy() * scale for c in (column, low, high))
+        lo = [v if math.isnan(a) else a for v, a in zip(value, lo)]
+        hi = [v if math.isnan(b) else b for v, b in zip(value, hi)]
+        ax.errorbar(value, [rows[p] + offset for p in part["pair_id"]],
+                    xerr=[[max(v - a, 0) for v, a in zip(value, lo)],
+                          [max(b - v, 0) for v, b in zip(value, hi)]],
+                    fmt="o", markersize=3.5, capsize=2, linewidth=1,
+                    color=FRAMEWORK_COLOURS[framework],
+                    label=FRAMEWORK_LABELS[framework] if label else None)

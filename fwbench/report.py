@@ -34,6 +34,8 @@ import yaml
 from fwbench import __version__, figures as figs
 from fwbench.figures import missing, outcome
 from fwbench.images import DIGEST
+from fwbench.stats import hodges_lehmann, median_ci
+from fwbench.telemetry.trace import CHOICE
 
 REPORT_DIR = Path(__file__).resolve().parent.parent / "report"
 TEMPLATE = "report.html.j2"
@@ -44,7 +46,8 @@ PAPERS = ["patel2023", "dai2022", "florencio2019", "tian2020", "sumanjali2024"]
 VERDICTS = ["confirmed", "contradicted", "equivalent", "inconclusive", "not measured",
             "untestable"]
 CLAIM_KINDS = {"direction", "mixed", "batch_trend", "normality", "telemetry", "power_batch",
-               "gap_explanation", "pending", "untestable"}
+               "gap_explanation", "strategy_comparison", "scaling", "pending", "untestable",
+               "first_epoch", "higher", "time_to_accuracy"}
 SELECT_AXES = set(figs.PAIR_AXES)
 
 # Provenance columns the trials table may carry; each one absent is named in the version audit.
@@ -84,6 +87,15 @@ class Inputs:
     ablation: pd.DataFrame = field(default_factory=pd.DataFrame)
     gaps: pd.DataFrame = field(default_factory=pd.DataFrame)
     profiles: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # Beyond one device (fwbench.distributed), achieved FLOP/s (fwbench.flops) and one trial's
+    # telemetry over time (fwbench.telemetry.trace); empty when not passed.
+    scaling: pd.DataFrame = field(default_factory=pd.DataFrame)
+    strategies: pd.DataFrame = field(default_factory=pd.DataFrame)
+    flops: pd.DataFrame = field(default_factory=pd.DataFrame)
+    telemetry_trace: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # The real-data experiments' records (fwbench.results): per epoch, and confusion matrices.
+    epochs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    confusion: pd.DataFrame = field(default_factory=pd.DataFrame)
     # The version audit (rules/audit.smk): versions.csv, and each diff-<other>.csv beside it.
     versions: pd.DataFrame = field(default_factory=pd.DataFrame)
     diffs: dict = field(default_factory=dict)
@@ -104,7 +116,8 @@ def load_inputs(inputs: dict) -> Inputs:
         frames[name] = _normalize_axes(frames[name])
     pairs = frames["cells"] if not frames["cells"].empty else frames["trials"]
     frames["comparisons"] = _with_unmeasured_pairs(frames["comparisons"], pairs)
-    for name in ("ablation", "gaps", "profiles"):  # optional: a run without an ablation
+    for name in ("ablation", "gaps", "profiles", "scaling", "strategies", "flops",
+                 "telemetry_trace", "epochs", "confusion"):  # optional, e.g. no ablation
         if inputs.get(name) is not None:
             frames[name], problem = _read_table(inputs[name], name)
             if problem:
@@ -1032,15 +1045,18 @@ def load_claims(path: str = str(CLAIMS_PATH)) -> dict:
 
 def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFrame,
                    tests: pd.DataFrame | None = None, trials: pd.DataFrame | None = None,
-                   gaps: pd.DataFrame | None = None) -> dict:
+                   gaps: pd.DataFrame | None = None, scaling: pd.DataFrame | None = None,
+                   strategies: pd.DataFrame | None = None) -> dict:
     """The verdict on one published claim: {verdict, ours, notes}.
 
     ``direction`` and ``mixed`` read the comparisons; ``batch_trend`` reads the statistics'
     trend tests (Jonckheere-Terpstra) or, without them, the cell statistics; ``normality``,
     ``telemetry`` and ``power_batch`` read the statistics' replications of the papers' tests
     (and the trials' telemetry values); ``gap_explanation`` reads the counterfactual mode tests
-    (``fwbench.ablation.gap_tests``); ``pending`` and ``untestable`` say why no verdict is
-    possible.
+    (``fwbench.ablation.gap_tests``); ``strategy_comparison`` and ``scaling`` read the
+    distributed experiment's stats/strategies.csv and stats/scaling.csv; ``first_epoch``,
+    ``higher`` and ``time_to_accuracy`` read the trials of the real-data experiments
+    (``_judge_real_data``); ``pending`` and ``untestable`` say why no verdict is possible.
     """
     test = claim["test"]
     kind = test["kind"]
@@ -1053,6 +1069,12 @@ def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFr
         return _judge_power(tests)
     if kind == "gap_explanation":
         return _judge_gap_explanation(gaps, test.get("select", {}))
+    if kind == "strategy_comparison":
+        return _judge_strategies(strategies, test, trials)
+    if kind == "scaling":
+        return _judge_scaling(scaling, test, trials)
+    if kind in ("first_epoch", "higher", "time_to_accuracy"):
+        return _judge_real_data(claim, trials)
     if kind == "batch_trend" and tests is not None:
         from_tests = _trend_from_tests(tests)
         if from_tests:
@@ -1338,12 +1360,118 @@ def _judge_gap_explanation(gaps: pd.DataFrame | None, select: dict) -> dict:
     return {"verdict": verdict, "ours": ours, "notes": notes}
 
 
+def _distributed_claim_rows(frame: pd.DataFrame | None, test: dict, strategy: str,
+                            absent: str):
+    """The claim's rows of stats/strategies.csv or stats/scaling.csv: selected like any claim's,
+    of the framework that runs ``strategy``, at two devices or more; or why there are none
+    (``absent`` when the table is empty)."""
+    from fwbench.distributed import STRATEGIES
+
+    if frame is None or frame.empty:
+        return absent, []
+    rows, notes = _claim_rows(frame, test.get("select", {}))
+    if isinstance(rows, str):
+        return rows, notes
+    framework = STRATEGIES[strategy][0]
+    return rows[(rows["framework"] == framework) & (rows["world_size"].astype(int) > 1)], notes
+
+
+def _unmeasured(rows: pd.DataFrame, needs: str, notes: list) -> dict:
+    """``not measured``, with the failures the statistics noted on the rows, if any."""
+    why = _join(sorted({str(n) for n in rows.get("note", []) if not missing(n) and str(n)}))
+    return {"verdict": "not measured", "notes": notes,
+            "ours": f"not measured in this run: {why or needs}"}
+
+
+def _judge_strategies(strategies: pd.DataFrame | None, test: dict,
+                      trials: pd.DataFrame | None) -> dict:
+    """patel2023's "DDP performs better than DataParallel": the strategy comparisons of the
+    framework running ``expect`` (fwbench.distributed.strategy_comparisons), each decided by
+    whether its interval excludes 1."""
+    from fwbench.distributed import STRATEGIES, STRATEGY_LABELS, STRATEGY_PAIRS
+
+    expect = test["expect"]
+    framework, pair = STRATEGIES[expect]
+    other = next(names[framework] for name, names in STRATEGY_PAIRS.items() if name != pair)
+    rows, notes = _distributed_claim_rows(strategies, test, expect,
+                                          _distributed_absent(trials, NO_STRATEGIES))
+    if isinstance(rows, str):
+        return {"verdict": "not measured", "ours": f"not measured in this run: {rows}",
+                "notes": notes}
+    measured = rows[[not missing(v) for v in rows["ratio"]]]
+    if measured.empty:
+        return _unmeasured(rows, "no cell at two devices or more has ok trials of both "
+                                 "strategies", notes)
+    faster = list(measured["faster"])
+    verdict = ("confirmed" if faster.count(expect) == len(faster) else
+               "contradicted" if faster.count(other) and not faster.count(expect) else
+               "inconclusive")
+    texts = [f"{r['model']} at {_text(r['world_size'])} devices: "
+             f"{STRATEGY_LABELS[r['multi_process']]} / {STRATEGY_LABELS[r['single_process']]} "
+             f"throughput {sig(r['ratio'])} {_ci(r, 'ratio')} ({_faster_text(r['faster'])})"
+             for _, r in measured.iterrows()]
+    return {"verdict": verdict, "ours": "; ".join(texts), "notes": notes}
+
+
+def _ci(row, name: str) -> str:
+    """``name``'s interval in a distributed table's row, with its coverage when too few
+    trials kept it below the nominal level."""
+    return _with_level(fmt_interval(row[f"{name}_ci_low"], row[f"{name}_ci_high"]),
+                       _shortfall(row))
+
+
+def _shortfall(row):
+    """The coverage of a Hodges-Lehmann interval of fwbench.distributed when it falls short of
+    the nominal level; None when it reaches it (exact, so often a little above)."""
+    attained = row.get("ci_attained")
+    return None if missing(attained) or str(attained) == "True" else row.get("ci_level")
+
+
+def _faster_text(faster) -> str:
+    from fwbench.distributed import STRATEGY_LABELS
+
+    if faster in STRATEGY_LABELS:
+        return f"{STRATEGY_LABELS[faster]} faster"
+    return "neither shown faster" if faster == "neither" else str(faster)
+
+
+def _judge_scaling(scaling: pd.DataFrame | None, test: dict,
+                   trials: pd.DataFrame | None) -> dict:
+    """patel2023's "DDP offers near-linear speed-ups": the scaling efficiency of ``strategy``
+    (fwbench.distributed.scaling_efficiency) with its interval, near-linear when the whole
+    interval is at or above the threshold there."""
+    from fwbench.distributed import resolve_strategy
+
+    strategy = test["strategy"]
+    rows, notes = _distributed_claim_rows(scaling, test, strategy,
+                                          _distributed_absent(trials, NO_SCALING))
+    if isinstance(rows, str):
+        return {"verdict": "not measured", "ours": f"not measured in this run: {rows}",
+                "notes": notes}
+    rows = rows[[resolve_strategy(str(s), str(f)) == strategy
+                 for s, f in zip(rows["strategy"], rows["framework"])]]
+    measured = rows[[not missing(v) for v in rows["efficiency"]]]
+    if measured.empty:
+        return _unmeasured(rows, "no cell has ok trials at one device and at more", notes)
+    verdicts = list(measured["verdict"])
+    near, sub = verdicts.count("near-linear"), verdicts.count("sub-linear")
+    verdict = ("confirmed" if near == len(verdicts) else
+               "contradicted" if sub and not near else "inconclusive")
+    texts = [f"{r['model']} at {_text(r['world_size'])} devices: scaling efficiency "
+             f"{sig(r['efficiency'])} {_ci(r, 'efficiency')} ({r['verdict']})"
+             for _, r in measured.iterrows()]
+    threshold = float(measured["near_linear_threshold"].iloc[0])
+    return {"verdict": verdict, "notes": notes,
+            "ours": "; ".join(texts) + f" (near-linear: the whole interval at or above "
+                                       f"{threshold:g})"}
+
+
 def claims_section(numbering: Numbering, data: Inputs) -> dict:
     catalog = load_claims()
     rows, per_paper, counts = [], {}, {v: 0 for v in VERDICTS}
     for claim in catalog["claims"]:
         result = evaluate_claim(claim, data.comparisons, data.cell_stats, data.tests,
-                                data.trials, data.gaps)
+                                data.trials, data.gaps, data.scaling, data.strategies)
         counts[result["verdict"]] += 1
         row = {**claim, **result, "verdict_class": result["verdict"].replace(" ", "-"),
                "differences": " ".join([*result["notes"], claim["differences"]]).strip()}
@@ -1520,6 +1648,481 @@ def _span_pct(values) -> str:
         return f"{values[0]:.0%}"
     return f"{values[0]:.0%} to {values[-1]:.0%}"
 
+# --- the real-data experiments: accuracy, convergence, epoch times (tian2020, sumanjali2024) ----
+
+REAL_DATA = ("epoch", "convergence")
+CONVERGENCE_PRESET = "presets/tian2020-convergence.yaml"
+# The groups of the accuracy table and the time bars: the training axes, then the framework.
+TRAINING_KEYS = [*figs.TRAINING_AXES, "framework"]
+# tian2020's three times per trial (trials-table columns; see fwbench.results), by panel title.
+EPOCH_TIMES = {"median_ns": "training per epoch", "inference_median_ns": "inference",
+               "cold_start_ns": "first epoch"}
+# Per-trial values a claim may compare (kinds `higher` and `time_to_accuracy`).
+TRIAL_METRICS = {
+    "final_accuracy": "validation accuracy after the last epoch",
+    "best_accuracy": "best validation accuracy",
+    "test_accuracy": "test accuracy after training",
+    "first_epoch_excess_ns": "first epoch's training time above the median later epoch",
+    "epochs_to_accuracy": "epochs to the target accuracy",
+    "time_to_accuracy_ns": "training time to the target accuracy (validation excluded)",
+}
+
+
+def real_data_trials(trials: pd.DataFrame, experiment: str | None = None) -> pd.DataFrame:
+    """The ok trials of the `epoch` and `convergence` experiments (or of ``experiment``), with
+    tian2020's excess of the first epoch over the median later one (convergence: cold start
+    minus median). Empty, without columns, when there are none."""
+    if not {"experiment", "status"} <= set(trials.columns):
+        return pd.DataFrame()
+    frame = trials[trials["experiment"].astype(str).isin(REAL_DATA) & (trials["status"] == "ok")]
+    excess = (pd.to_numeric(frame["cold_start_ns"], errors="coerce")
+              - pd.to_numeric(frame["median_ns"], errors="coerce"))
+    frame = frame.assign(first_epoch_excess_ns=excess.where(frame["experiment"] == "convergence"))
+    if experiment is not None:
+        frame = frame[frame["experiment"] == experiment]
+    return frame if len(frame) else pd.DataFrame()
+
+
+def _no_real_data(trials: pd.DataFrame, experiment: str = "convergence") -> str:
+    """Why a real-data figure, table or claim has no data, and how to measure it."""
+    ran = _join(_unique(trials, "experiment")) or "no"
+    how = (f"{CONVERGENCE_PRESET} runs it for tian2020 (docs/data.md gives every paper's "
+           "protocol)" if experiment == "convergence" else "docs/data.md gives the protocol")
+    return (f"this run has no ok trial of the `{experiment}` experiment (it ran the {ran} "
+            f"experiment); {how}")
+
+
+def _of_ok_trials(frame: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a per-trial table (epochs, confusion) that belong to an ok trial."""
+    ok = real_data_trials(trials)
+    keys = ["run", "cell_id", "trial"]
+    if frame.empty or ok.empty or not set(keys) <= set(frame.columns):
+        return frame.iloc[0:0]
+    wanted = set(map(tuple, ok[keys].astype(str).to_numpy()))
+    return frame[[tuple(key) in wanted for key in frame[keys].astype(str).to_numpy()]]
+
+
+def _median_interval(values) -> dict:
+    """The median over trials with its distribution-free interval (fwbench.stats.median_ci)."""
+    values = [float(v) for v in values if not missing(v)]
+    ci = median_ci(values)
+    return {"n": len(values), "median": ci.estimate, "low": ci.low, "high": ci.high,
+            "level": ci.level}
+
+
+def _groups(frame: pd.DataFrame):
+    """(axis values, trials) per training group and framework, in order."""
+    if frame.empty:
+        return
+    keys = [k for k in TRAINING_KEYS if k in frame]
+    for key, group in frame.groupby(keys, sort=True, dropna=False):
+        yield dict(zip(keys, key)), group
+
+
+def epoch_time_summary(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per convergence cell and framework, the median over trials of each of tian2020's times,
+    with its interval: the data of the time bars."""
+    frame = real_data_trials(trials, "convergence")
+    return pd.DataFrame([{**key, "measure": measure, **_median_interval(group[column])}
+                         for key, group in _groups(frame)
+                         for column, measure in EPOCH_TIMES.items()])
+
+
+def _tian_figures(data: Inputs, folder: Path) -> dict[str, figs.Figure]:
+    """tian2020's figures from the convergence experiment, each left out with the reason."""
+    absent = _no_real_data(data.trials)
+    summary = epoch_time_summary(data.trials)
+    counts = _span(summary["n"]) if len(summary) else "no"
+    confusion = figs.select_rows(_of_ok_trials(data.confusion, data.trials),
+                                 {"experiment": "convergence"})
+    chosen, which = _confusion_cell(confusion)
+    return {
+        "tian_times": figs.epoch_times(
+            summary, folder, key="tian2020_times", title="Training, inference and first-epoch "
+            "times", source="tian2020 Figures 2–4 and 6–8", absent=absent,
+            note="Training per epoch: the epochs after the first, validation excluded; "
+                 "inference: one pass over the test set (the validations after the first "
+                 "epoch); first epoch: its training time, tracing and autotuning included. "
+                 f"Trials per bar: {counts}. Data: {_data_sources(data.trials)}."),
+        "tian_accuracy": figs.accuracy_curves(
+            _of_ok_trials(data.epochs, data.trials), folder, key="tian2020_accuracy",
+            title="Validation accuracy per epoch", source="tian2020 Figures 1 and 5",
+            absent=absent),
+        "tian_confusion": figs.confusion_matrices(
+            chosen, folder, key="tian2020_confusion", title="Confusion matrix of the last "
+            "epoch", which=which, absent=absent),
+    }
+
+
+def _confusion_cell(confusion: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """One cell pair's matrices, and a sentence naming it: the paper's ResNet18 where the run
+    has it, on the device, mode and profile the papers used when present, else the first."""
+    if confusion.empty:
+        return confusion, ""
+    frame = _preferred(confusion, {"model": "resnet18"} if "resnet18" in
+                       set(confusion["model"].astype(str)) else {})
+    keys = [k for k in figs.TRAINING_AXES if k in frame]
+    first = frame.sort_values(keys, kind="stable").iloc[0]
+    frame = frame[(frame[keys].astype(str) == first[keys].astype(str)).all(axis=1)]
+    cell = ", ".join(f"{k.replace('_', ' ')} {_text(first[k])}" for k in keys
+                     if not missing(first[k]))
+    return frame, (f"the cell {cell}, after its last validation on the test set, chosen as "
+                   "the paper's ResNet18 (else the first cell) on the GPU, idiomatic mode and "
+                   "defaults profile where the run has them")
+
+
+def _data_sources(trials: pd.DataFrame) -> str:
+    frame = real_data_trials(trials)
+    return _join(_unique(frame, "data_source")) or "not recorded"
+
+
+# The accuracy table's columns per experiment: (trials-table column, header).
+ACCURACY_TABLE = {
+    "convergence": [("final_accuracy", "Final accuracy (%)"), ("best_accuracy",
+                    "Best accuracy (%)"), ("epochs_to_accuracy", "Epochs to target"),
+                    ("time_to_accuracy_ns", "Time to target")],
+    "epoch": [("test_accuracy", "Test accuracy (%)")],
+}
+
+
+def _percent_text(value) -> str:
+    return f"{100 * float(value):.1f}"
+
+
+def _metric_format(column: str):
+    if column.endswith("_ns"):
+        return fmt_duration
+    if column in ("final_accuracy", "best_accuracy", "test_accuracy"):
+        return _percent_text
+    return lambda value: f"{float(value):g}"
+
+
+def _median_text(values, column: str, notes: Notes, reason: str, uniform=None):
+    """The median over trials with its interval (and coverage when not 95 %), as text."""
+    fmt = _metric_format(column)
+    m = _median_interval(values)
+    if not m["n"]:
+        return notes.missing(reason)
+    if m["n"] == 1:
+        return f"{fmt(m['median'])} (one trial: no interval)"
+    return f"{fmt(m['median'])} " + _with_level(fmt_interval(m["low"], m["high"], fmt),
+                                                m["level"], uniform)
+
+
+def _to_target(group: pd.DataFrame, column: str, notes: Notes, uniform):
+    """Epochs or time to the target accuracy, over the trials that reached it."""
+    targets = _unique(group, "target_accuracy")
+    if not targets:
+        return notes.missing("no target accuracy was set (`data.target_accuracy`)")
+    reached = group[column].dropna()
+    if reached.empty:
+        return notes.missing(f"no trial reached the target accuracy {_join(targets)} in its "
+                             f"{_span(group.get('n_epochs', []))} epochs")
+    text = _median_text(reached, column, notes, "", uniform)
+    if len(reached) < len(group):
+        text += f" ({len(reached)} of {len(group)} trials reached it)"
+    return text
+
+
+def accuracy_table(numbering: Numbering, data: Inputs) -> dict:
+    """Accuracy per cell, optimizer and framework: tian2020's and sumanjali2024's final and best
+    validation accuracy, epochs and training time to the target, florencio2019's test
+    accuracy after its epoch; each the median over trials with its interval."""
+    frame, notes = real_data_trials(data.trials), Notes()
+    columns = [c for e in REAL_DATA if e in _unique(frame, "experiment") for c in
+               ACCURACY_TABLE[e]]
+    axes = _varying(frame, figs.TRAINING_AXES) or ["model"]
+    levels = {round(m["level"], 6) for _, g in _groups(frame) for c, _ in columns
+              for m in [_median_interval(g[c])] if m["n"] > 1}
+    uniform = levels.pop() if len(levels) == 1 else None
+    rows = []
+    for key, group in _groups(frame):
+        values = []
+        for column, header in columns:
+            if (column, header) not in ACCURACY_TABLE[key["experiment"]]:
+                values.append("—")
+            elif column in ("epochs_to_accuracy", "time_to_accuracy_ns"):
+                values.append(_to_target(group, column, notes, uniform))
+            else:
+                values.append(_median_text(group[column], column, notes,
+                                           "no trial recorded it", uniform))
+        rows.append([_text(key[a]) for a in axes] + [_label(key["framework"]), str(len(group)),
+                                                     *values])
+    caption = ("Accuracy of the real-data experiments per cell and framework, from the same "
+               "initial weights and batch order in both: the median over trials of the "
+               "validation accuracy on the test set after the last epoch (final) and at the "
+               "best epoch (best), the epochs and the training time (validation passes "
+               "excluded, as tian2020 subtracts them) to the target accuracy "
+               f"{_join(_unique(frame, 'target_accuracy')) or '(none set)'} over the trials "
+               "that reached it, and the epoch experiment's test accuracy after training; "
+               "each with the distribution-free interval of the median over trials (95 % "
+               "unless stated; — where the experiment does not measure it)."
+               f"{_level_sentence(uniform)} Epochs per trial: "
+               f"{_span(frame.get('n_epochs', []))}. Data: {_data_sources(data.trials)}. "
+               f"{_constant(frame, figs.TRAINING_AXES)}.")
+    return _table(numbering, "accuracy", caption,
+                  [_axis_header(a) for a in axes] + ["Framework", "Trials"]
+                  + [header for _, header in columns], rows, notes,
+                  f"No accuracy was measured: {_no_real_data(data.trials)}.",
+                  classes=[""] * (len(axes) + 1) + ["num"] * (1 + len(columns)))
+
+
+# --- the real-data claims: first epoch, accuracy, time to accuracy -----------------------------
+
+def _judge_real_data(claim: dict, trials: pd.DataFrame | None) -> dict:
+    """A claim judged on the ok trials of the real-data experiments (kinds ``first_epoch``,
+    ``higher``, ``time_to_accuracy``)."""
+    test = claim["test"]
+    trials = trials if trials is not None else pd.DataFrame()
+    experiment = str(test.get("select", {}).get("experiment", "convergence"))
+    frame = real_data_trials(trials, experiment)
+    if frame.empty:
+        return {"verdict": "not measured", "notes": [],
+                "ours": f"not measured in this run: {_no_real_data(trials, experiment)}"}
+    rows, notes = _claim_rows(frame, test.get("select", {}))
+    if isinstance(rows, str):
+        return {"verdict": "not measured", "ours": f"not measured in this run: {rows}",
+                "notes": notes}
+    judge = {"first_epoch": _judge_first_epoch, "higher": _judge_higher,
+             "time_to_accuracy": _judge_time_to_accuracy}[test["kind"]]
+    verdict, ours = judge(rows, claim)
+    return {"verdict": verdict, "ours": ours, "notes": notes}
+
+
+def _pairs_of(rows: pd.DataFrame, apart: set):
+    """(description, sub-frame) per comparison: the rows split by every training axis that the
+    compared groups do not name."""
+    keys = [k for k in figs.TRAINING_AXES if k in rows and k not in apart]
+    for key, group in rows.groupby(keys, sort=True, dropna=False):
+        named = dict(zip(keys, key))
+        varying = [k for k in keys if rows[k].astype(str).nunique() > 1]
+        yield " ".join(_text(named[k]) for k in varying), group
+
+
+def _judge_first_epoch(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
+    """tian2020's first-epoch time: per cell pair, PyTorch's median first epoch over
+    TensorFlow's, with the Hodges-Lehmann interval of the log times, judged as a direction."""
+    ratios = []
+    for _, group in _pairs_of(rows, {"framework"}):
+        pt, tf = (group.loc[group["framework"] == f, "cold_start_ns"].dropna().astype(float)
+                  for f in ("pytorch", "tensorflow"))
+        if pt.empty or tf.empty:
+            continue
+        hl = hodges_lehmann([math.log(v) for v in pt], [math.log(v) for v in tf])
+        ratios.append({**group.iloc[0][[a for a in figs.PAIR_AXES if a in group]].to_dict(),
+                       "ratio": float(pt.median() / tf.median()),
+                       "ratio_ci_low": math.exp(hl.low), "ratio_ci_high": math.exp(hl.high),
+                       # an interval short of the nominal level decides nothing (fwbench.stats)
+                       "verdict": None if hl.attained else "inconclusive"})
+    if not ratios:
+        return "not measured", ("not measured in this run: no cell has first-epoch times of "
+                                "both frameworks")
+    verdict, ours = _judge_direction(pd.DataFrame(ratios), claim)
+    return verdict, f"first-epoch training time, {ours}"
+
+
+def _describe_group(group: dict) -> str:
+    """A claim's group of trials in words: "PyTorch adam", "TensorFlow mode eager/idiomatic"."""
+    parts = []
+    for axis, value in group.items():
+        value = "/".join(map(str, value)) if isinstance(value, list) else str(value)
+        parts.append(_label(value) if axis == "framework" else value if axis == "optimizer"
+                     else f"{axis.replace('_', ' ')} {value}")
+    return " ".join(parts)
+
+
+def _judge_higher(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
+    """A per-trial value (``metric``) higher in the ``higher`` trials than in the ``lower``
+    ones: per comparison, the Hodges-Lehmann shift with its interval decides."""
+    test = claim["test"]
+    column, higher, lower = test["metric"], test["higher"], test["lower"]
+    fmt = _metric_format(column)
+    outcomes, texts = [], []
+    for where, group in _pairs_of(rows, set(higher) | set(lower)):
+        a, b = (figs.select_rows(group, side)[column].dropna().astype(float)
+                for side in (higher, lower))
+        if a.empty or b.empty:
+            continue
+        hl = hodges_lehmann(a, b)
+        outcomes.append(_shift_direction(hl, "higher", "lower"))
+        unit = " points" if fmt is _percent_text else ""
+        texts.append(f"{where + ': ' if where else ''}{_describe_group(higher)} "
+                     f"{fmt(a.median())} (n = {len(a)}) against {_describe_group(lower)} "
+                     f"{fmt(b.median())} (n = {len(b)}), shift {_shift_text(hl, fmt, unit)}")
+    if not outcomes:
+        return "not measured", (f"not measured in this run: it needs trials of "
+                                f"{_describe_group(higher)} and of {_describe_group(lower)} in "
+                                "one cell")
+    return (_every_comparison(outcomes, "higher", "lower"),
+            f"{TRIAL_METRICS[column]}, medians over trials: " + "; ".join(texts))
+
+
+def _shift_direction(hl, above: str, below: str) -> str:
+    """Which way a Hodges-Lehmann shift goes: its interval above or below 0, at the nominal
+    level (short of it, from too few trials, nothing is decided, as in fwbench.stats)."""
+    if not hl.attained or missing(hl.low):
+        return "inconclusive"
+    return above if hl.low > 0 else below if hl.high < 0 else "inconclusive"
+
+
+def _shift_text(hl, fmt, unit: str = "") -> str:
+    def signed(value) -> str:
+        return ("+" if float(value) >= 0 else "−") + fmt(abs(float(value)))
+
+    if missing(hl.estimate):
+        return "not computed"
+    return (f"{signed(hl.estimate)}{unit} {fmt_interval(hl.low, hl.high, signed)}"
+            + ("" if hl.attained else f" at {_percent(hl.level)}, too few trials"))
+
+
+def _every_comparison(outcomes: list[str], agree: str, against: str) -> str:
+    """confirmed when every comparison agrees; contradicted when one goes against and none
+    agrees; else inconclusive."""
+    if outcomes.count(agree) == len(outcomes):
+        return "confirmed"
+    return "contradicted" if against in outcomes and agree not in outcomes else "inconclusive"
+
+
+def _judge_time_to_accuracy(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
+    """Who reaches the target accuracy sooner (``metric``: epochs or training time), per cell
+    pair: where both frameworks reached it in every trial, the Hodges-Lehmann shift decides;
+    where one always did and the other never, the one that did."""
+    test = claim["test"]
+    column, expect = test["metric"], test["expect"]
+    if "target_accuracy" not in rows or rows["target_accuracy"].isna().all():
+        return "not measured", ("not measured in this run: no target accuracy was set "
+                                "(`data.target_accuracy`)")
+    fmt = _metric_format(column)
+    outcomes, texts = [], []
+    for where, group in _pairs_of(rows, {"framework"}):
+        sides = {f: group[group["framework"] == f][column] for f in ("pytorch", "tensorflow")}
+        if any(s.empty for s in sides.values()):
+            continue
+        reached = {f: s.dropna().astype(float) for f, s in sides.items()}
+        counts = {f: f"{len(reached[f])} of {len(sides[f])}" for f in sides}
+        text = "; ".join(f"{_label(f)} reached it in {counts[f]} trials"
+                         + (f", median {fmt(reached[f].median())}" if len(reached[f]) else "")
+                         for f in sides)
+        full = {f: len(reached[f]) == len(sides[f]) for f in sides}
+        if all(full.values()):
+            hl = hodges_lehmann(reached["pytorch"], reached["tensorflow"])
+            kind = _shift_direction(hl, "tensorflow_faster", "pytorch_faster")
+            text += f"; PyTorch − TensorFlow {_shift_text(hl, fmt)}"
+        elif full["pytorch"] and reached["tensorflow"].empty:
+            kind = "pytorch_faster"
+        elif full["tensorflow"] and reached["pytorch"].empty:
+            kind = "tensorflow_faster"
+        else:
+            kind = "inconclusive"
+        outcomes.append(kind)
+        texts.append(f"{where + ': ' if where else ''}{text}")
+    if not outcomes:
+        return "not measured", ("not measured in this run: no cell has trials of both "
+                                "frameworks")
+    opposite = "tensorflow_faster" if expect == "pytorch_faster" else "pytorch_faster"
+    return _every_comparison(outcomes, expect, opposite), (f"{TRIAL_METRICS[column]} (target "
+                     f"{_join(_unique(rows, 'target_accuracy'))}): " + "; ".join(texts))
+
+
+# --- beyond one device: scaling, and the strategies compared -------------------------------------
+
+DISTRIBUTED_ABSENT = ("this run has no distributed cell (config `experiment: distributed`; "
+                      "docs/distributed.md)")
+NO_SCALING = "no strategy was measured at one device and at more in the same cell"
+NO_STRATEGIES = ("no cell was measured with both strategies (`single_process` and "
+                 "`multi_process`) at the same number of devices")
+
+
+def _distributed_absent(trials: pd.DataFrame | None, otherwise: str) -> str:
+    """Why a distributed table is empty: the run has no distributed cell, or ``otherwise``."""
+    ran = trials is not None and "experiment" in trials and \
+        (trials["experiment"] == "distributed").any()
+    return otherwise if ran else DISTRIBUTED_ABSENT
+
+
+def _strategy_name(strategy, framework) -> str:
+    from fwbench.distributed import STRATEGY_LABELS, resolve_strategy
+
+    return STRATEGY_LABELS[resolve_strategy(str(strategy), str(framework))]
+
+
+def _fixed(frame: pd.DataFrame) -> str:
+    """The axes every row of a distributed table shares, as a sentence ("" when none)."""
+    fixed = _constant(frame, figs.DISTRIBUTED_AXES)
+    return f" {fixed}." if fixed else ""
+
+
+def distributed_section(numbering: Numbering, data: Inputs) -> dict:
+    """Section 3.8: every strategy's scaling efficiency, and the two strategies of each
+    framework compared (stats/scaling.csv and stats/strategies.csv, fwbench.distributed)."""
+    return {"scaling": scaling_table(numbering, data),
+            "strategies": strategy_table(numbering, data)}
+
+
+def scaling_table(numbering: Numbering, data: Inputs) -> dict:
+    frame, notes, legend = _sorted(data.scaling, ["framework", "strategy", "world_size"]), \
+        Notes(), Legend("S")
+    axes = _varying(frame, figs.DISTRIBUTED_AXES)
+    rows = []
+    for _, r in frame.iterrows():
+        note = "" if missing(r.get("note")) else str(r["note"])
+        measured = not missing(r.get("efficiency"))
+        reason = note or "no ok trial"
+        rows.append([*(_text(r[a]) for a in axes), _label(r["framework"]),
+                     _strategy_name(r["strategy"], r["framework"]), _text(r["world_size"]),
+                     _get(r, "speedup", notes, reason, sig),
+                     _get(r, "efficiency", notes, reason, sig),
+                     _with_level(_interval(r, "efficiency_ci_low", "efficiency_ci_high", notes,
+                                           reason), _shortfall(r)),
+                     str(r["verdict"]), legend.cite([note] if note and measured else [])])
+    threshold = _unique(frame, "near_linear_threshold")
+    caption = ("Scaling efficiency of every strategy at N devices or processes against one: "
+               "E(N) = X(N) / (N × X(1)), where X is a trial's throughput (per-device batch × N "
+               "/ median step time: weak scaling), with the Hodges-Lehmann interval of E (at "
+               "least 95 % unless stated); speed-up X(N) / X(1). Verdict: near-linear when the "
+               f"whole interval is at or above {_join(threshold) or 'the threshold'}, "
+               "sub-linear when it is below, else inconclusive." + _fixed(frame))
+    return _table(numbering, "scaling", caption,
+                  [_axis_header(a) for a in axes] + ["Framework", "Strategy", "Devices",
+                                                     "Speed-up", "Efficiency", "Interval",
+                                                     "Verdict", "Remarks"],
+                  rows, notes, "No scaling efficiency: "
+                  f"{_absent(data, 'scaling', _distributed_absent(data.trials, NO_SCALING))}.",
+                  classes=[""] * (len(axes) + 2) + ["num"] * 4 + ["", ""], legend=legend)
+
+
+def strategy_table(numbering: Numbering, data: Inputs) -> dict:
+    frame, notes = _sorted(data.strategies, ["framework", "world_size"]), Notes()
+    axes = _varying(frame, figs.DISTRIBUTED_AXES)
+    rows = []
+    for _, r in frame.iterrows():
+        reason = ("" if missing(r.get("note")) else str(r["note"])) or "no ok trial"
+        rows.append([*(_text(r[a]) for a in axes), _label(r["framework"]),
+                     _text(r["world_size"]),
+                     f"{_strategy_name(r['multi_process'], r['framework'])} / "
+                     f"{_strategy_name(r['single_process'], r['framework'])}",
+                     _get(r, "throughput_multi_sps", notes, reason, sig),
+                     _get(r, "throughput_single_sps", notes, reason, sig),
+                     _get(r, "ratio", notes, reason, sig),
+                     _with_level(_interval(r, "ratio_ci_low", "ratio_ci_high", notes, reason),
+                                 _shortfall(r)),
+                     _get(r, "ratio", notes, reason, lambda _: _faster_text(r["faster"]))])
+    caption = ("The two strategies of each framework at the same number of devices: the "
+               "multi-process strategy's throughput (samples/s, median over trials) over the "
+               "single-process one's, with the Hodges-Lehmann interval of the ratio (at least "
+               "95 % unless stated); above 1: the multi-process strategy is faster. A strategy "
+               "is named faster only when the interval excludes 1 at the nominal level."
+               + _fixed(frame))
+    absent = _absent(data, "strategies", _distributed_absent(data.trials, NO_STRATEGIES))
+    return _table(numbering, "strategies", caption,
+                  [_axis_header(a) for a in axes] + ["Framework", "Devices",
+                                                     "Multi / single process",
+                                                     "Samples/s, multi", "Samples/s, single",
+                                                     "Ratio", "Interval", "Faster"],
+                  rows, notes, f"No strategy comparison: {absent}.",
+                  classes=[""] * (len(axes) + 1) + ["num", ""] + ["num"] * 4 + [""])
+
+
 # --- figures ------------------------------------------------------------------------------------
 
 # Per-trial telemetry columns of the trials table (fwbench.results.TELEMETRY_COLUMNS).
@@ -1537,6 +2140,17 @@ TELEMETRY_SOURCES = {"power_w_mean": "NVML on an NVIDIA GPU",
                      "gpu_util_mean": "NVML on an NVIDIA GPU",
                      "cpu_temp_c_max": "psutil, where the machine exposes a sensor",
                      "cpu_util_mean": "psutil"}
+
+
+TRACE_ABSENT = ("the tables hold no telemetry trace: no trial ended ok, or the rule "
+                "collect_telemetry_trace did not run (tables/telemetry_trace.parquet)")
+
+
+def _absent(data: Inputs, name: str, default: str) -> str:
+    """Why an optional table is empty: how reading it failed, else ``default`` (what an empty
+    table means)."""
+    problem = data.problems.get(name)
+    return problem if problem and not problem.endswith("has no rows") else default
 
 
 def telemetry_absent(trials: pd.DataFrame, column: str) -> str:
@@ -1561,24 +2175,20 @@ def make_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, figs.F
             trials, folder, key="energy_per_sample", title="Energy per sample",
             column="energy_per_sample_j", label=TELEMETRY_LABELS["energy_per_sample_j"],
             absent=telemetry_absent(trials, "energy_per_sample_j")),
-        "flops": figs.Figure("achieved_flops", "Achieved FLOP/s and fraction of peak", "",
-                             reason="Not drawn: the tables carry no FLOP count per model and no "
-                                    "peak rate per device yet."),
-        "telemetry": figs.Figure("telemetry_trace", "Telemetry trace of one trial", "",
-                                 reason="Not drawn: the report reads tables only, and the tables "
-                                        "carry no telemetry time series yet (each trial's "
-                                        "telemetry.csv side file holds it)."),
+        "flops": figs.achieved_flops(data.flops, folder, absent=_absent(
+            data, "flops", "the statistics computed no achieved FLOP/s (stats/flops.csv, rule "
+                           "summarise_flops)")),
+        "telemetry": figs.telemetry_trace(data.telemetry_trace, folder, chosen=CHOICE,
+                                          absent=_absent(data, "telemetry_trace", TRACE_ABSENT)),
     }
     out["ablation_waterfall"] = figs.waterfall(data.ablation, folder)
     out["time_breakdown"] = figs.time_breakdown(data.profiles, folder,
                                                 cell_stats=data.cell_stats)
+    out["scaling"] = figs.scaling(data.cell_stats, data.scaling, folder,
+                                  absent=DISTRIBUTED_ABSENT)
     out.update(_patel_figures(data, folder, failures))
     out.update(_florencio_figures(data, folder))
-    out["tian"] = figs.Figure(
-        "tian2020", "Training, inference and first-epoch times, accuracy per epoch, "
-        "confusion matrix", "", source="tian2020 Figures 1–9",
-        reason="Not drawn: they need the `convergence` experiment (CIFAR-10 training to "
-               "accuracy), which this version of fwbench does not run.")
+    out.update(_tian_figures(data, folder))
     return out
 
 
@@ -1587,7 +2197,7 @@ PAPER_FIGURES = {
     "patel2023": ["patel_fig1", "patel_fig2", "patel_fig3", "patel_fig5"],
     "dai2022": [],
     "florencio2019": [f"florencio_fig{n}" for n in range(4, 14)],
-    "tian2020": ["tian"],
+    "tian2020": ["tian_times", "tian_accuracy", "tian_confusion"],
     "sumanjali2024": [],
 }
 
@@ -1690,6 +2300,8 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
         "cells": cell_table(numbering, data, failures),
         "tests_summary": tests_summary_table(numbering, data, "Appendix C")})
     context["why"] = why_section(numbering, data)
+    context["tables"]["accuracy"] = accuracy_table(numbering, data)
+    context["distributed"] = distributed_section(numbering, data)
     context["claims"] = claims_section(numbering, data)
     context["figures"] = {key: _figure(numbering, f, href) for key, f in figures.items()}
     context["paper_figures"] = PAPER_FIGURES
@@ -1887,10 +2499,11 @@ def build_report(inputs: dict, *, html: str, pdf: str, figures: str, run: str) -
     """Write the report's HTML, its PDF and the figures folder both reference.
 
     ``inputs`` maps iterations, trials, cells (parquet) and cell_stats, comparisons, tests (CSV)
-    to paths; optionally ablation, gaps, profiles and ``versions``, the version audit's
-    versions.csv (rules/audit.smk), whose diff-<other>.csv files beside it are shown when
-    present. Every output is written atomically; the PDF's date is the end of the last trial,
-    so the same inputs give a byte-identical PDF.
+    to paths; optionally ablation, gaps, profiles, scaling, strategies, flops, telemetry_trace
+    and ``versions``, the version audit's versions.csv (rules/audit.smk), whose
+    diff-<other>.csv files beside it are shown when present. Every output is written
+    atomically; the PDF's date is the end of the last trial, so the same inputs give a
+    byte-identical PDF.
     """
     data = load_inputs(inputs)
     epoch = source_date_epoch(data.trials)

@@ -168,9 +168,68 @@ def trial_row(result: dict) -> dict:
         "git_commit": result["workflow"]["git_commit"],
         "git_dirty": result["workflow"]["git_dirty"],
         "session": result["workflow"]["session"],
+        **real_data_columns(result["details"]),
         **_telemetry_columns(result.get("telemetry")),
         **environment_columns(result.get("environment")),
     }
+
+
+# --- the real-data experiments (docs/data.md): accuracy per trial, records per epoch ------
+
+# Trials-table columns taken as they are from an `epoch` or `convergence` trial's details.
+ACCURACY_COLUMNS = ["final_accuracy", "best_accuracy", "target_accuracy", "epochs_to_accuracy",
+                    "time_to_accuracy_ns", "time_to_accuracy_with_validation_ns",
+                    "test_accuracy"]
+# One row of the epochs table per record of a convergence trial's details["epochs"].
+EPOCH_FIELDS = ["epoch", "learning_rate", "train_loss", "val_accuracy", "epoch_ns", "train_ns",
+                "val_ns", "steps"]
+
+
+def real_data_columns(details: dict) -> dict:
+    """What the report needs of a real-data trial, flat for the trials table (null for the
+    other experiments): accuracy, time to the target, the optimizer (a run setting, not a
+    cell axis) and the median test-set pass (epoch: the timed passes; convergence: the
+    validations after the first epoch)."""
+    inference = details.get("inference_ns") or []
+    return {
+        "optimizer": _optimizer(details),
+        "data_source": details.get("data_source"),
+        "n_epochs": len(details.get("epochs") or []) or None,
+        **{k: details.get(k) for k in ACCURACY_COLUMNS},
+        "inference_median_ns": statistics.median(inference) if inference else None,
+    }
+
+
+def _optimizer(details: dict) -> str | None:
+    return (details.get("optimizer") or {}).get("name")
+
+
+def _real_data_head(result: dict) -> dict:
+    return {**_axes(result), "trial": result["trial"],
+            "optimizer": _optimizer(result["details"])}
+
+
+def _epoch_rows(result: dict) -> list[dict]:
+    if result["cell"]["experiment"] != "convergence":
+        return []
+    head = _real_data_head(result)
+    return [{**head, **{k: record.get(k) for k in EPOCH_FIELDS}}
+            for record in result["details"].get("epochs") or []]
+
+
+def _confusion_rows(result: dict) -> list[dict]:
+    """The confusion matrix a real-data trial recorded (convergence: its last validation;
+    epoch: the test set after training), one row per (true, predicted) class."""
+    matrix = result["details"].get("confusion_matrix") or []
+    classes = (result["details"].get("data") or {}).get("classes") or []
+    head = _real_data_head(result)
+
+    def label(k: int) -> str:
+        return str(classes[k]) if k < len(classes) else str(k)
+
+    return [{**head, "true_class": i, "predicted_class": j, "count": count,
+             "true_label": label(i), "predicted_label": label(j)}
+            for i, row in enumerate(matrix) for j, count in enumerate(row)]
 
 
 # Trials-table column <- key of the measure phase's telemetry summary.
@@ -225,7 +284,9 @@ def environment_columns(env: dict | None) -> dict:
 
 
 def collect_tables(paths) -> dict:
-    """Iterations, trials and cells tables (pandas DataFrames) from trial result files."""
+    """Iterations, trials and cells tables (pandas DataFrames) from trial result files, and the
+    real-data experiments' epochs (one row per convergence trial and epoch) and confusion
+    (one row per trial and class pair) tables, empty with their columns when none ran."""
     import pandas as pd
 
     results = [_with_environment(load_trial(p), p) for p in paths]
@@ -240,7 +301,14 @@ def collect_tables(paths) -> dict:
     trials = trials.sort_values("started_at", kind="stable").reset_index(drop=True)
     trials["run_order"] = range(len(trials))
     trials["measured_together"] = trials["pair_id"].map(_measured_together(trials))
-    return {"iterations": iterations, "trials": trials, "cells": _cells_table(trials)}
+    head = [*_axes_columns(), "trial", "optimizer"]
+    epochs = pd.DataFrame([row for r in results for row in _epoch_rows(r)],
+                          columns=[*head, *EPOCH_FIELDS])
+    confusion = pd.DataFrame([row for r in results for row in _confusion_rows(r)],
+                             columns=[*head, "true_class", "predicted_class", "count",
+                                      "true_label", "predicted_label"])
+    return {"iterations": iterations, "trials": trials, "cells": _cells_table(trials),
+            "epochs": epochs, "confusion": confusion}
 
 
 def _measured_together(trials) -> dict:

@@ -1,4 +1,5 @@
-# Host side: summaries per cell, PyTorch/TensorFlow comparisons per matched pair, tests.
+# Host side: summaries per cell, PyTorch/TensorFlow comparisons per matched pair, tests;
+# the distributed experiment's scaling and strategy comparisons; achieved FLOP/s per cell.
 
 
 rule summarise_results:
@@ -32,3 +33,32 @@ rule summarise_ablation:
         statistics=lookup(dpath="statistics", within=config),
     script:
         "../scripts/summarise_ablation.py"
+
+
+rule summarise_distributed:
+    input:
+        trials=rules.collect_tables.output.trials,
+    output:
+        scaling=f"{RESULTS}/stats/scaling.csv",
+        strategies=f"{RESULTS}/stats/strategies.csv",
+    log:
+        f"logs/{PLAN.run}/summarise_distributed.log",
+    params:
+        statistics=lookup(dpath="statistics", within=config),
+    script:
+        "../scripts/summarise_distributed.py"
+
+
+rule summarise_flops:
+    input:
+        cells=rules.summarise_results.output.cells,
+        trials=rules.collect_tables.output.trials,
+    output:
+        flops=f"{RESULTS}/stats/flops.csv",
+    log:
+        f"logs/{PLAN.run}/summarise_flops.log",
+    params:
+        models=lookup(dpath="models", within=config),
+        peak_flops=lookup(dpath="peak_flops", within=config),
+    script:
+        "../scripts/summarise_flops.py"

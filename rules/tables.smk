@@ -1,4 +1,5 @@
-# Host side, no framework import: every trial result into tidy parquet tables.
+# Host side, no framework import: every trial result into tidy parquet tables (epochs and
+# confusion: the real-data experiments' records, empty when none ran).
 
 
 rule collect_tables:
@@ -8,6 +9,8 @@ rule collect_tables:
         iterations=f"{RESULTS}/tables/iterations.parquet",
         trials=f"{RESULTS}/tables/trials.parquet",
         cells=f"{RESULTS}/tables/cells.parquet",
+        epochs=f"{RESULTS}/tables/epochs.parquet",
+        confusion=f"{RESULTS}/tables/confusion.parquet",
     log:
         f"logs/{PLAN.run}/collect_tables.log",
     script:
@@ -23,3 +26,16 @@ rule collect_profiles:
         f"logs/{PLAN.run}/collect_profiles.log",
     script:
         "../scripts/collect_profiles.py"
+
+
+rule collect_telemetry_trace:
+    input:
+        trials=rules.collect_tables.output.trials,
+        results=get_trial_results(),
+        telemetry=PLAN.trial_paths("telemetry.csv"),
+    output:
+        trace=f"{RESULTS}/tables/telemetry_trace.parquet",
+    log:
+        f"logs/{PLAN.run}/collect_telemetry_trace.log",
+    script:
+        "../scripts/collect_telemetry_trace.py"

@@ -136,6 +136,25 @@ def test_strategy_comparison_names_the_faster_strategy():
     assert row.faster == "ddp" and row.ratio_ci_low > 1
 
 
+def test_summarize_distributed_gives_both_tables_and_empty_ones_without_a_distributed_trial():
+    steps = [1e8 * (1 + 0.01 * k) for k in range(6)]
+    rows = (_trials({1: steps, 2: steps}) + _trials({1: steps, 2: [2 * t for t in steps]},
+                                                    "single_process"))
+    other = {**rows[0], "experiment": "throughput", "strategy": "none", "world_size": 1}
+    frames = distributed.summarize_distributed(pd.DataFrame(rows + [other]))
+    scaling, strategies = frames["scaling"], frames["strategies"]
+    assert list(scaling.columns) == distributed.EFFICIENCY_COLUMNS
+    assert dict(zip(scaling["strategy"], scaling["verdict"])) == {
+        "multi_process": "near-linear", "single_process": "sub-linear"}
+    assert list(strategies["world_size"]) == [1, 2]
+    assert list(strategies["faster"]) == ["neither", "ddp"]
+    empty = distributed.summarize_distributed(pd.DataFrame([other]))
+    assert empty["scaling"].empty and list(empty["scaling"].columns) == \
+        distributed.EFFICIENCY_COLUMNS
+    assert empty["strategies"].empty and list(empty["strategies"].columns) == \
+        distributed.COMPARISON_COLUMNS
+
+
 def test_framework_modules_are_mirror_images():
     def names(framework):
         tree = ast.parse((REPO / f"fwbench/frameworks/{framework}/distributed.py").read_text())

@@ -459,3 +459,60 @@ def test_side_files_from_a_real_gpu_summarize(path):
     assert summary["gpus"] == [g["uuid"] for g in meta["gpus"]]
     assert summary["phases"]["measure"]["energy_source"] == "counter_at_markers"
     assert summary["phases"]["measure"]["power_mean_w"] > 0
+
+
+# --- one trial's trace, the table the report draws (fwbench.telemetry.trace) -------------------
+
+H100 = Path(__file__).parent / "fixtures" / "telemetry" / "h100"
+
+
+def test_trace_of_a_real_gpu_trial_holds_its_samples_and_markers():
+    from fwbench.telemetry.trace import trace_rows
+
+    markers = json.loads((H100 / "markers.json").read_text())["markers_ns"]
+    trace = trace_rows(H100 / "trial-0.telemetry.csv", markers, {"cell_id": "c", "trial": 0})
+    marks = trace[trace["source"] == "marker"]
+    assert list(marks["marker"]) == ["cold_start", "warmup", "measure", "end"]
+    assert marks["t_s"].iloc[0] == 0 and marks["t_s"].is_monotonic_increasing
+    gpu, cpu = trace[trace["source"] == "gpu"], trace[trace["source"] == "cpu"]
+    assert len(gpu) == len(cpu) == 86
+    assert (gpu["power_field"] == "gpu_power_instant_mw").all()
+    assert gpu["gpu_power_w"].between(50, 800).all() and gpu["gpu_temp_c"].notna().all()
+    assert cpu["cpu_util_pct"].notna().all() and cpu["cpu_temp_c"].isna().all()
+    assert (trace["cell_id"] == "c").all()
+    assert trace["t_s"].min() < 0  # the sampler starts before the trial's cold start
+
+
+def test_trace_table_reads_the_longest_ok_trial_beside_its_result(tmp_path, tiny_config):
+    import shutil
+
+    from fwbench.config import validate
+    from fwbench.plan import Plan
+    from fwbench.results import collect_tables, make_result, write_json
+    from fwbench.supervisor import Outcome
+    from fwbench.telemetry.trace import trace_table
+
+    markers = json.loads((H100 / "markers.json").read_text())["markers_ns"]
+    plan = Plan.from_config(validate({**tiny_config, "trials": 2}))
+    paths = []
+    for i, trial in enumerate(plan.trials):  # lasting 1, 2, 3 and 4 s; the longest is oom
+        ok = i < len(plan.trials) - 1
+        outcome = Outcome("ok" if ok else "oom", "" if ok else "out of memory",
+                          {"iteration_ns": [1000], "cold_start_ns": 5000, "warmup_ns": [],
+                           "markers_ns": markers} if ok else {}, 0)
+        result = make_result(plan.trial_settings(trial), outcome,
+                             started_at="2026-01-01T00:00:00+00:00",
+                             ended_at=f"2026-01-01T00:00:0{i + 1}+00:00",
+                             workflow={"git_commit": "abc", "git_dirty": False,
+                                       "session": "host:1:1"})
+        path = tmp_path / trial.path(plan.run)
+        write_json(result, path)
+        shutil.copy(H100 / "trial-0.telemetry.csv", path.with_suffix(".telemetry.csv"))
+        paths.append(str(path))
+    trials = collect_tables(paths)["trials"]
+    trace = trace_table(trials, paths)
+    longest = plan.trials[-2]
+    assert set(trace["cell_id"]) == {longest.cell.id}
+    assert set(trace["trial"]) == {longest.index}
+    assert list(trace.loc[trace["source"] == "marker", "marker"]) == list(markers)
+    assert trace_table(trials.assign(status="error"), paths).empty

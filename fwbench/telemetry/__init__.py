@@ -9,6 +9,7 @@ fwbench.telemetry
  │              trial-<k>.telemetry.csv and its sidecar trial-<k>.telemetry.json
  ├── process    the sampler process itself (python -m fwbench.telemetry.process)
  ├── summary    per-phase power, energy, utilization and temperature for the result JSON
+ ├── trace      one trial's series as a table for the report (tables/telemetry_trace.parquet)
  └── idle       idle baseline and the thermal guard
 """
 

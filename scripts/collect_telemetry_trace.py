@@ -1,0 +1,16 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+import pandas as pd
+
+from fwbench.results import write_tables
+from fwbench.telemetry.trace import trace_table
+
+
+def main(trials_path, result_paths, output):
+    trace = trace_table(pd.read_parquet(trials_path), result_paths)
+    write_tables({"trace": trace}, {"trace": output})
+
+
+main(snakemake.input.trials, snakemake.input.results, snakemake.output.trace)

@@ -1,0 +1,17 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+import pandas as pd
+
+from fwbench.distributed import summarize_distributed
+
+
+def main(trials_path, outputs, statistics):
+    frames = summarize_distributed(pd.read_parquet(trials_path),
+                                   confidence=statistics["confidence"])
+    for name, frame in frames.items():
+        frame.to_csv(outputs[name], index=False)
+
+
+main(snakemake.input.trials, dict(snakemake.output.items()), snakemake.params.statistics)

@@ -1,0 +1,17 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+import pandas as pd
+
+from fwbench.flops import achieved_flops
+
+
+def main(cells_path, trials_path, output, models, peak_flops):
+    frame = achieved_flops(pd.read_csv(cells_path), pd.read_parquet(trials_path), models,
+                           peak_flops)
+    frame.to_csv(output, index=False)
+
+
+main(snakemake.input.cells, snakemake.input.trials, snakemake.output.flops,
+     snakemake.params.models, snakemake.params.peak_flops)
