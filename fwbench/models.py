@@ -61,10 +61,17 @@ TRAIN_FLOPS_FACTOR = 3
 
 # --- architecture tables -------------------------------------------------------------------------
 
-RESNETS = {  # block kind, blocks per stage; torchvision's ResNet v1.5 (stride on the 3x3 conv)
-    "resnet18": ("basic", (2, 2, 2, 2)),
-    "resnet152": ("bottleneck", (3, 8, 36, 3)),
+# block kind, blocks per stage, stem (RESNET_STEMS); torchvision's ResNet v1.5 (stride on the 3x3
+# convolution)
+RESNETS = {
+    "resnet18": ("basic", (2, 2, 2, 2), "imagenet"),
+    "resnet18_cifar": ("basic", (2, 2, 2, 2), "cifar"),
+    "resnet152": ("bottleneck", (3, 8, 36, 3), "imagenet"),
 }
+# The layers before the four stages: conv1's kernel and stride, and whether a 3x3 stride-2
+# max-pool follows. The ImageNet stem shrinks 32x32 to 8x8, which costs accuracy on CIFAR-10; the
+# CIFAR stem (He et al. 2016, Sec. 4.2; kuangliu/pytorch-cifar) keeps 32x32 into the first stage.
+RESNET_STEMS = {"imagenet": (7, 2, True), "cifar": (3, 1, False)}
 RESNET_WIDTHS = (64, 128, 256, 512)
 RESNET_EXPANSION = {"basic": 1, "bottleneck": 4}
 
@@ -150,6 +157,11 @@ MODELS = {
         "resnet18", "image classification", "image", (3, 224, 224), 1000, 11_689_512,
         "cross_entropy", "patel2023, tian2020", (3, 32, 32),
         differences=(*_VISION, *_BN, "keras_no_resnet18", "strided_padding", "maxpool_padding")),
+    "resnet18_cifar": ModelSpec(
+        "resnet18_cifar", "image classification", "image", (3, 32, 32), 10, 11_173_962,
+        "cross_entropy",
+        "sumanjali2024 (He et al. 2016 CIFAR variant, as in kuangliu/pytorch-cifar)", (3, 32, 32),
+        differences=(*_VISION, *_BN, "keras_no_resnet18", "strided_padding")),
     "resnet152": ModelSpec(
         "resnet152", "image classification", "image", (3, 224, 224), 1000, 60_192_808,
         "cross_entropy", "patel2023", (3, 32, 32),
@@ -563,12 +575,14 @@ def _walk_lenet5(model, shape, classes, a):
 
 
 def _walk_resnet(model, shape, classes, a):
-    kind, blocks = RESNETS[model]
+    kind, blocks, stem = RESNETS[model]
+    stem_kernel, stem_stride, maxpool = RESNET_STEMS[stem]
     expansion = RESNET_EXPANSION[kind]
     s = _Walk(*shape)
-    s.conv(64, 7, 2, 3, where="conv1")
+    s.conv(64, stem_kernel, stem_stride, where="conv1")
     s.bn()
-    s.pool(3, 2, 1, where="maxpool")
+    if maxpool:
+        s.pool(3, 2, 1, where="maxpool")
     for stage, (width, n) in enumerate(zip(RESNET_WIDTHS, blocks), start=1):
         for index in range(n):
             stride = 2 if stage > 1 and index == 0 else 1
@@ -695,8 +709,8 @@ def _walk_lstm_lm(model, shape, classes, a):
 
 
 _WALKERS = {
-    "lenet5": _walk_lenet5, "resnet18": _walk_resnet, "resnet152": _walk_resnet,
-    "vgg16": _walk_vgg16,
+    "lenet5": _walk_lenet5, "resnet18": _walk_resnet, "resnet18_cifar": _walk_resnet,
+    "resnet152": _walk_resnet, "vgg16": _walk_vgg16,
     "mobilenet_v2": _walk_mobilenet_v2, "efficientnet_b4": _walk_efficientnet_b4,
     "deepspeech2": _walk_deepspeech2, "bert_base": _walk_bert_base, "lstm_lm": _walk_lstm_lm,
 }

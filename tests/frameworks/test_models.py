@@ -26,6 +26,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import itertools
+import subprocess
+import sys
 import warnings
 from dataclasses import dataclass, replace
 
@@ -46,10 +48,11 @@ SEED = 0
 BATCH = 4
 STEPS = 3
 NAMES = list(zoo.MODELS)
-# Minutes of CPU on a 2-core machine: run with the slow tests.
+# Minutes of CPU on a 2-core machine (resnet18_cifar's training: about 15 s per optimizer, its
+# first stage computing at 32x32): run with the slow tests.
 SLOW = {"counts": {"resnet152", "vgg16", "deepspeech2", "bert_base"},
         "inference": {"resnet152"},
-        "training": {"resnet152", "mobilenet_v2", "efficientnet_b4"}}
+        "training": {"resnet152", "mobilenet_v2", "efficientnet_b4", "resnet18_cifar"}}
 # Deep BatchNorm networks at 32x32 explode at initialisation (gradient norms in the thousands):
 # at the recipe's rates three steps are chaotic, so these checks take smaller steps.
 # (resnet152's gradient norm is 7.6e5 at 32x32, batch 4.)
@@ -118,7 +121,7 @@ def pairs():
     cache = {}
 
     def get(name: str) -> Pair:
-        if name not in cache:  # about 1.5 GB for all nine, resnet152's float64 copy the most
+        if name not in cache:  # kept for the module: resnet152's float64 copy is the largest
             cache[name] = _pair(name)
         return cache[name]
     return get
@@ -409,7 +412,29 @@ def test_backends_train_and_infer_speech_and_language_models(monkeypatch, framew
         assert np.isfinite(np.asarray(value, dtype=np.float64)).all()
 
 
-# --- 8. keras.applications: the differences recorded are real ------------------------------------
+# --- 8. a PyTorch trial imports only what its model and phase need ------------------------------
+
+def test_a_pytorch_lenet5_inference_trial_imports_neither_torchvision_nor_dynamo():
+    """torchvision's import costs a trial process about a second, most of it torch._dynamo, which
+    building a torch.optim optimizer imports too: lenet5 needs no torchvision and inference no
+    optimizer. A fresh process: this one has both loaded."""
+    code = (
+        "import sys\n"
+        "from fwbench.cells import Cell\n"
+        "from fwbench.frameworks import get_backend\n"
+        "cell = Cell(experiment='throughput', device='cpu', framework='pytorch', model='lenet5', "
+        "phase='infer', batch_size=2, input_shape=(1, 28, 28), precision='fp32', "
+        "mode='idiomatic', profile='matched', num_classes=10)\n"
+        "backend = get_backend('pytorch')(cell, threads=1, seed=0)\n"
+        "backend.configure()\n"
+        "backend.load()\n"
+        "backend.step()()\n"
+        "print([m for m in ('torchvision', 'torch._dynamo') if m in sys.modules])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# --- 9. keras.applications: the differences recorded are real ------------------------------------
 
 @pytest.mark.slow
 def test_keras_applications_differ_as_recorded():

@@ -68,7 +68,9 @@ class PyTorchBackend(Backend):
             raise BackendError(f"building {c.model} failed: {exc}") from exc
         self.model.train(c.phase == "train")
         self.loss_fn = models.loss_fn(c.model)
-        self.optimizer = models.optimizer(self.model, OPTIMIZER)
+        # Only training needs one, and building a torch.optim optimizer imports torch._dynamo
+        # (about a second): inference trials are spared it.
+        self.optimizer = models.optimizer(self.model, OPTIMIZER) if c.phase == "train" else None
         x, y = synthetic_batch(c.batch_size, c.input_shape, c.num_classes, self.seed, model=c.model)
         self.x, self.y = models.batch_tensors(c.model, x, y, self.device)
         if self.channels_last and self.x.dim() == 4:

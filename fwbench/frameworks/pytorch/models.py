@@ -3,6 +3,9 @@ frameworks/tensorflow/models.py.
 
 Vision models are torchvision's (the reference for parameter counts); the speech and language
 models are written here. Architecture settings come from fwbench.models, once for both.
+
+torchvision is imported inside the builders that use it: importing it costs about a second per
+process (it imports torch._dynamo), which lenet5 and the speech and language models do not need.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torchvision import models as tv
 
 from fwbench import models as zoo
 
@@ -40,15 +42,28 @@ def _lenet5(shape, classes, a):
 
 
 def _resnet(name):
+    kind, blocks, stem = zoo.RESNETS[name]
+    stem_kernel, stem_stride, maxpool = zoo.RESNET_STEMS[stem]
+
     def build(shape, classes, a):
-        model = getattr(tv, name)(weights=None, num_classes=classes)
-        if shape[0] != 3:
-            model.conv1 = nn.Conv2d(shape[0], 64, 7, 2, 3, bias=False)
+        """torchvision's ResNet from the zoo's table (tv.resnet18 and tv.resnet152 build the
+        same); conv1 is replaced only where it must be, so resnet18 keeps torchvision's draw."""
+        from torchvision.models import resnet as tv
+
+        block = tv.BasicBlock if kind == "basic" else tv.Bottleneck
+        model = tv.ResNet(block, list(blocks), num_classes=classes)
+        if shape[0] != 3 or stem != "imagenet":
+            model.conv1 = nn.Conv2d(shape[0], 64, stem_kernel, stem_stride, stem_kernel // 2,
+                                    bias=False)
+        if not maxpool:
+            model.maxpool = nn.Identity()
         return model
     return build
 
 
 def _vgg16(shape, classes, a):
+    from torchvision import models as tv
+
     model = tv.vgg16(weights=None, num_classes=classes, dropout=a["dropout"])
     if a["classifier"] != 4096:  # a narrower classifier, for tests: the same layers
         width = a["classifier"]
@@ -61,6 +76,8 @@ def _vgg16(shape, classes, a):
 
 
 def _mobilenet_v2(shape, classes, a):
+    from torchvision import models as tv
+
     model = tv.mobilenet_v2(weights=None, num_classes=classes, dropout=a["dropout"])
     if shape[0] != 3:
         model.features[0][0] = nn.Conv2d(shape[0], zoo.MOBILENET_V2_STEM, 3, 2, 1, bias=False)
@@ -68,6 +85,8 @@ def _mobilenet_v2(shape, classes, a):
 
 
 def _efficientnet_b4(shape, classes, a):
+    from torchvision import models as tv
+
     if (a["width"], a["depth"]) != (1.4, 1.8):
         raise ValueError("torchvision's efficientnet_b4 is width 1.4, depth 1.8; "
                          f"got width {a['width']}, depth {a['depth']}")
@@ -182,7 +201,8 @@ def _lstm_lm(shape, classes, a):
 
 
 _BUILDERS = {
-    "lenet5": _lenet5, "resnet18": _resnet("resnet18"), "resnet152": _resnet("resnet152"),
+    "lenet5": _lenet5, "resnet18": _resnet("resnet18"),
+    "resnet18_cifar": _resnet("resnet18_cifar"), "resnet152": _resnet("resnet152"),
     "vgg16": _vgg16, "mobilenet_v2": _mobilenet_v2, "efficientnet_b4": _efficientnet_b4,
     "deepspeech2": _deepspeech2, "bert_base": _bert_base, "lstm_lm": _lstm_lm,
 }

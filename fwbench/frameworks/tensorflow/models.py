@@ -69,13 +69,16 @@ def _lenet5(x, shape, classes, a):
 
 
 def _resnet(name):
-    kind, blocks = zoo.RESNETS[name]
+    kind, blocks, stem = zoo.RESNETS[name]
+    stem_kernel, stem_stride, maxpool = zoo.RESNET_STEMS[stem]
     expansion = zoo.RESNET_EXPANSION[kind]
 
     def build(x, shape, classes, a):
-        x = layers.ReLU()(_bn(_conv(x, 64, 7, 2, name="conv1", bias=False), "bn1"))
-        # Zero padding equals PyTorch's -inf padding here: the pool's inputs are >= 0 after ReLU.
-        x = layers.MaxPooling2D(3, 2)(layers.ZeroPadding2D(1)(x))
+        x = _conv(x, 64, stem_kernel, stem_stride, name="conv1", bias=False)
+        x = layers.ReLU()(_bn(x, "bn1"))
+        if maxpool:
+            # Zero padding equals PyTorch's -inf padding: the pool's inputs are >= 0 after ReLU.
+            x = layers.MaxPooling2D(3, 2)(layers.ZeroPadding2D(1)(x))
         for stage, (width, n) in enumerate(zip(zoo.RESNET_WIDTHS, blocks), start=1):
             for index in range(n):
                 stride = 2 if stage > 1 and index == 0 else 1
@@ -266,7 +269,8 @@ def _lstm_lm(tokens, shape, classes, a):
 
 
 _BUILDERS = {
-    "lenet5": _lenet5, "resnet18": _resnet("resnet18"), "resnet152": _resnet("resnet152"),
+    "lenet5": _lenet5, "resnet18": _resnet("resnet18"),
+    "resnet18_cifar": _resnet("resnet18_cifar"), "resnet152": _resnet("resnet152"),
     "vgg16": _vgg16, "mobilenet_v2": _mobilenet_v2, "efficientnet_b4": _efficientnet_b4,
     "deepspeech2": _deepspeech2, "bert_base": _bert_base, "lstm_lm": _lstm_lm,
 }
