@@ -648,7 +648,8 @@ def test_preset_is_a_valid_config_that_says_its_run_time_and_choices(path):
 def test_presets_cover_the_papers_with_a_protocol_and_name_known_models():
     from fwbench.models import MODELS
 
-    assert {p.stem.split("-")[0] for p in PRESETS} == {"patel2023", "florencio2019", "tian2020"}
+    assert {p.stem.split("-")[0] for p in PRESETS} == {"patel2023", "florencio2019", "tian2020",
+                                                        "sumanjali2024"}
     named = {m for p in PRESETS for m in yaml.safe_load(p.read_text())["models"]}
     unknown = named - set(MODELS)
     if unknown:
