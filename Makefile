@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: run resume test test-fast test-tools test-slurm bench-harness bench-telemetry
+.PHONY: run resume rebuild test test-fast test-tools test-slurm bench-harness bench-telemetry
 
 $(INSTALLED): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ resume: $(INSTALLED)
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m fwbench unlock-if-idle
 	PATH=$(abspath $(BIN)):$$PATH $(SNAKEMAKE) --cores 1 --rerun-incomplete
 	@echo "Report: results/default/report/report.html and report.pdf"
+
+# Tables, statistics, figures and report of the shipped reference run, from its cell files alone.
+rebuild: $(INSTALLED)
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m fwbench rebuild results/reference
+	@echo "Report: results/reference/report/report.html and report.pdf"
 
 test: $(INSTALLED) test-tools
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/pytest -q

@@ -41,6 +41,12 @@ def _unlock_command(args) -> int:
     return 0
 
 
+def _rebuild_command(args) -> int:
+    command = workflow.rebuild_command(args.run_dir, provenance.SOURCE_DIR / "Snakefile")
+    print(f"fwbench: {' '.join(command)}", file=sys.stderr)
+    return subprocess.run(command).returncode
+
+
 def _idle_command(args) -> int:
     idle = measure_idle_baseline(args.out, duration_s=args.duration, period_s=args.period)
     print(f"idle baseline: {json.dumps(idle)[:300]}", file=sys.stderr)
@@ -75,5 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     unlock = commands.add_parser("unlock-if-idle",
                                  help="remove a stale Snakemake lock, only if no Snakemake runs here")
     unlock.set_defaults(func=_unlock_command)
+    rebuild = commands.add_parser("rebuild", help="rebuild tables, statistics, figures and report "
+                                  "of a run from its cell files, running no experiment")
+    rebuild.add_argument("run_dir", help="the run's folder, e.g. results/reference")
+    rebuild.set_defaults(func=_rebuild_command)
     args = parser.parse_args(argv)
     return args.func(args)
