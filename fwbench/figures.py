@@ -43,7 +43,7 @@ FRAMEWORK_LABELS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
 
 # Axis columns that name a pair, in the order a label lists them.
 PAIR_AXES = ["experiment", "device", "model", "phase", "batch_size", "input_shape", "precision",
-             "mode", "profile"]
+             "mode", "profile", "optimizer"]
 
 
 @dataclass(frozen=True)
@@ -109,9 +109,13 @@ def varying_axes(frame) -> list[str]:
     return [a for a in PAIR_AXES if a in frame.columns and frame[a].astype(str).nunique() > 1]
 
 
-def constant_axes(frame) -> dict:
-    return {a: str(frame[a].iloc[0]) for a in PAIR_AXES
-            if a in frame.columns and len(frame) and frame[a].astype(str).nunique() == 1}
+def constant_axes(frame, axes=PAIR_AXES) -> dict:
+    """The axes with one value over the frame, for a caption. One that is "none" there does
+    not apply to these cells (fwbench.results.AXIS_DEFAULTS: a throughput cell's optimizer)
+    and is left out."""
+    return {a: str(frame[a].iloc[0]) for a in axes
+            if a in frame.columns and len(frame) and frame[a].astype(str).nunique() == 1
+            and str(frame[a].iloc[0]) != "none"}
 
 
 def _sort_pairs(frame):
@@ -453,9 +457,8 @@ def per_cell_metric(trials, folder: Path, *, key: str, title: str, column: str, 
 
 # --- the real-data experiments: epoch times, accuracy per epoch, confusion (tian2020) ----------
 
-# Axes that tell training results apart: a pair's, but the phase (always train), and the run's
-# optimizer (a data setting, not a cell axis).
-TRAINING_AXES = [a for a in PAIR_AXES if a != "phase"] + ["optimizer"]
+# Axes that tell training results apart: a pair's, but the phase (always train).
+TRAINING_AXES = [a for a in PAIR_AXES if a != "phase"]
 OPTIMIZER_STYLES = ("-", "--", ":", "-.")
 
 

@@ -12,7 +12,7 @@ import itertools
 import random
 from dataclasses import dataclass, field
 
-from fwbench.cells import Cell, Trial
+from fwbench.cells import REAL_DATA, Cell, Trial
 
 
 @dataclass
@@ -109,7 +109,7 @@ class Plan:
 
     def data_path(self) -> str | None:
         """The record of the verified data set, for the experiments that read one."""
-        if self.config["experiment"] in ("epoch", "convergence"):
+        if self.config["experiment"] in REAL_DATA:
             return f"results/{self.run}/environment/data.json"
         return None
 
@@ -123,19 +123,24 @@ def _cells(config: dict):
     if config["experiment"] == "distributed":
         d = config["distributed"]
         distributed = list(itertools.product(d["strategies"], d["world_sizes"]))
+    optimizers = [None]
+    if config["experiment"] in REAL_DATA:
+        optimizer = config["data"]["optimizer"]  # one name or a list of them
+        optimizers = [optimizer] if isinstance(optimizer, str) else optimizer
     for model, spec in config["models"].items():
         axes = itertools.product(
             config["devices"], config["frameworks"], config["phases"], config["batch_sizes"],
             spec["input_shapes"], config["precisions"], config["modes"], config["profiles"],
-            distributed,
+            distributed, optimizers,
         )
-        for device, framework, phase, batch, shape, precision, mode, profile, (strategy, world) \
-                in axes:
+        for device, framework, phase, batch, shape, precision, mode, profile, (strategy, world), \
+                optimizer in axes:
             yield Cell(
                 experiment=config["experiment"], device=device, framework=framework,
                 model=model, phase=phase, batch_size=batch, input_shape=tuple(shape),
                 precision=precision, mode=mode, profile=profile,
                 num_classes=spec["num_classes"], strategy=strategy, world_size=world,
+                optimizer=optimizer,
             )
 
 

@@ -32,6 +32,7 @@ import pandas as pd
 import yaml
 
 from fwbench import __version__, figures as figs
+from fwbench.cells import REAL_DATA
 from fwbench.figures import missing, outcome
 from fwbench.images import DIGEST
 from fwbench.stats import hodges_lehmann, median_ci
@@ -641,9 +642,8 @@ def _varying(frame: pd.DataFrame, axes: list[str]) -> list[str]:
 
 
 def _constant(frame: pd.DataFrame, axes: list[str]) -> str:
-    fixed = [f"{a.replace('_', ' ')} {frame[a].iloc[0]}" for a in axes
-             if a in frame and len(frame) and frame[a].astype(str).nunique() == 1]
-    return "; ".join(fixed)
+    return "; ".join(f"{a.replace('_', ' ')} {value}"
+                     for a, value in figs.constant_axes(frame, axes).items())
 
 
 def _axis_header(axis: str) -> str:
@@ -1650,7 +1650,6 @@ def _span_pct(values) -> str:
 
 # --- the real-data experiments: accuracy, convergence, epoch times (tian2020, sumanjali2024) ----
 
-REAL_DATA = ("epoch", "convergence")
 CONVERGENCE_PRESET = "presets/tian2020-convergence.yaml"
 # The groups of the accuracy table and the time bars: the training axes, then the framework.
 TRAINING_KEYS = [*figs.TRAINING_AXES, "framework"]

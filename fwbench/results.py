@@ -23,7 +23,7 @@ JSON_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "rules" / "schemas" / "trial.schema.yaml"
 
 AXES = ["experiment", "device", "framework", "model", "phase", "batch_size", "input_shape",
-        "precision", "mode", "profile", "strategy", "world_size"]
+        "precision", "mode", "profile", "strategy", "world_size", "optimizer"]
 
 
 def write_json(data: dict, path: str | os.PathLike) -> None:
@@ -125,8 +125,9 @@ def make_result(settings: dict, outcome, *, started_at: str, ended_at: str,
 
 # --- tidy tables -------------------------------------------------------------------------
 
-# A non-distributed cell's strategy is "none", never null: grouping drops null keys.
-AXIS_DEFAULTS = {"strategy": "none", "world_size": 1}
+# A cell without a strategy (not distributed) or an optimizer (not real data) has "none" there,
+# never null: grouping drops null keys.
+AXIS_DEFAULTS = {"strategy": "none", "world_size": 1, "optimizer": "none"}
 
 
 def _axes(result: dict) -> dict:
@@ -187,12 +188,11 @@ EPOCH_FIELDS = ["epoch", "learning_rate", "train_loss", "val_accuracy", "epoch_n
 
 def real_data_columns(details: dict) -> dict:
     """What the report needs of a real-data trial, flat for the trials table (null for the
-    other experiments): accuracy, time to the target, the optimizer (a run setting, not a
-    cell axis) and the median test-set pass (epoch: the timed passes; convergence: the
-    validations after the first epoch)."""
+    other experiments): accuracy, time to the target and the median test-set pass (epoch: the
+    timed passes; convergence: the validations after the first epoch). The optimizer is an
+    axis (``AXES``), not a detail."""
     inference = details.get("inference_ns") or []
     return {
-        "optimizer": _optimizer(details),
         "data_source": details.get("data_source"),
         "n_epochs": len(details.get("epochs") or []) or None,
         **{k: details.get(k) for k in ACCURACY_COLUMNS},
@@ -200,13 +200,8 @@ def real_data_columns(details: dict) -> dict:
     }
 
 
-def _optimizer(details: dict) -> str | None:
-    return (details.get("optimizer") or {}).get("name")
-
-
 def _real_data_head(result: dict) -> dict:
-    return {**_axes(result), "trial": result["trial"],
-            "optimizer": _optimizer(result["details"])}
+    return {**_axes(result), "trial": result["trial"]}
 
 
 def _epoch_rows(result: dict) -> list[dict]:
@@ -301,7 +296,7 @@ def collect_tables(paths) -> dict:
     trials = trials.sort_values("started_at", kind="stable").reset_index(drop=True)
     trials["run_order"] = range(len(trials))
     trials["measured_together"] = trials["pair_id"].map(_measured_together(trials))
-    head = [*_axes_columns(), "trial", "optimizer"]
+    head = [*_axes_columns(), "trial"]
     epochs = pd.DataFrame([row for r in results for row in _epoch_rows(r)],
                           columns=[*head, *EPOCH_FIELDS])
     confusion = pd.DataFrame([row for r in results for row in _confusion_rows(r)],

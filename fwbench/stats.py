@@ -983,8 +983,9 @@ def _trend_groups(per_trial: pd.DataFrame, phase: str | None = "infer"):
 
 
 def _scope(k: dict) -> str:
-    return (f"{k['experiment']}/{k['device']}/{k['framework']}/{k['model']}/{k['phase']}-"
-            f"{k['input_shape']}-{k['precision']}-{k['mode']}-{k['profile']}")
+    scope = (f"{k['experiment']}/{k['device']}/{k['framework']}/{k['model']}/{k['phase']}-"
+             f"{k['input_shape']}-{k['precision']}-{k['mode']}-{k['profile']}")
+    return scope if k["optimizer"] == AXIS_DEFAULTS["optimizer"] else f"{scope}-{k['optimizer']}"
 
 
 def patel2023_tests(per_trial: pd.DataFrame, *, confidence: float = 0.95,
@@ -1154,10 +1155,11 @@ def _finish_tests(rows: list[dict], alpha: float) -> pd.DataFrame:
 # --- entry point ---------------------------------------------------------------------------------
 
 def with_default_axes(frame: pd.DataFrame) -> pd.DataFrame:
-    """Tables written before the distributed axes existed: give them their values for a
-    non-distributed cell, so grouping never drops a row on a missing key."""
-    missing = {k: v for k, v in AXIS_DEFAULTS.items() if k not in frame}
-    return frame.assign(**missing) if missing else frame
+    """Tables written before an axis existed: give its rows the value of a cell without it, so
+    grouping never drops a row on a missing key (such a trials table has ``optimizer`` from
+    the trials' details, null outside the real-data experiments)."""
+    return frame.assign(**{k: frame[k].fillna(v) if k in frame else v
+                           for k, v in AXIS_DEFAULTS.items()})
 
 
 def summarize(trials: pd.DataFrame, iterations: pd.DataFrame, *, confidence: float = 0.95,

@@ -35,6 +35,13 @@ BAD = [
     ("missing required key", lambda c: c.pop("trials"), ["trials"]),
     ("warm-up bounds reversed", lambda c: c.update(warmup={"min": 5, "max": 1}), ["warmup", "5"]),
     ("bad run name", lambda c: c.update(run="../escape"), ["run", "../escape"]),
+    ("unknown optimizer", lambda c: c.update(data={"optimizer": "rmsprop"}),
+     ["'data.optimizer'", "rmsprop", "sgd"]),
+    ("unknown optimizer in a list", lambda c: c.update(data={"optimizer": ["sgd", "lbfgs"]}),
+     ["'data.optimizer[1]'", "lbfgs"]),
+    ("duplicated optimizer", lambda c: c.update(data={"optimizer": ["adam", "adam"]}),
+     ["'data.optimizer'", "must not repeat", "['adam', 'adam']"]),
+    ("no optimizer", lambda c: c.update(data={"optimizer": []}), ["'data.optimizer'", "empty"]),
 ]
 
 
@@ -47,6 +54,12 @@ def test_invalid_config_names_key_and_value(tiny_config, case, mutate, expected)
     assert "\n" not in message
     for fragment in expected:
         assert fragment in message, message
+
+
+def test_optimizer_is_one_name_or_a_list(tiny_config):
+    assert validate(tiny_config)["data"]["optimizer"] == "sgd"
+    config = validate({**tiny_config, "data": {"optimizer": ["sgd", "adam"]}})
+    assert config["data"]["optimizer"] == ["sgd", "adam"]
 
 
 def test_threads_above_cores_is_refused(tiny_config):

@@ -116,12 +116,29 @@ def test_epochs_and_confusion_tables_carry_every_trial_epoch_and_class_pair(tmp_
         "digit 4"
 
 
+def test_the_optimizer_is_the_cells_axis_and_never_pooled(tmp_path):
+    """SGD and Adam in one run: every row carries its cell's optimizer (the payloads' details
+    all name Adam), and the statistics compare each optimizer's pair apart."""
+    from fwbench.stats import summarize
+
+    config = {**CONVERGENCE, "data": {**CONVERGENCE["data"], "optimizer": ["sgd", "adam"]}}
+    tables = collect_tables(write_results(tmp_path, config))
+    for name in ("trials", "epochs", "confusion", "iterations", "cells"):
+        frame = tables[name]
+        assert set(frame["optimizer"]) == {"sgd", "adam"}, name
+        assert all(c.endswith(f"-{o}") for c, o in zip(frame["cell_id"], frame["optimizer"]))
+    comparisons = summarize(tables["trials"], tables["iterations"], n_boot=50)["comparisons"]
+    assert sorted(comparisons["optimizer"]) == ["adam", "sgd"]
+    assert (comparisons["n_pytorch"] == 3).all() and (comparisons["n_tensorflow"] == 3).all()
+
+
 def test_a_run_without_real_data_gives_empty_tables_with_their_columns(tmp_path):
     outputs = tables_for(tmp_path, TINY_CONFIG)
     for name in ("epochs", "confusion"):
         frame = pd.read_parquet(outputs[name])
         assert frame.empty and {"cell_id", "framework", "trial", "optimizer"} <= set(frame)
-    assert pd.read_parquet(outputs["trials"])["final_accuracy"].isna().all()
+    trials = pd.read_parquet(outputs["trials"])
+    assert trials["final_accuracy"].isna().all() and set(trials["optimizer"]) == {"none"}
 
 
 # --- figures, the accuracy table, the report -------------------------------------------------

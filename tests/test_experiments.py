@@ -22,9 +22,9 @@ LOSS_TOLERANCE = {"sgd": 1e-5, "adam": 5e-3}
 
 
 def _cell(framework, experiment="convergence", *, model="lenet5", shape=(1, 28, 28), batch=20,
-          mode="idiomatic", profile="matched", precision="fp32"):
+          mode="idiomatic", profile="matched", precision="fp32", optimizer="sgd"):
     return Cell(experiment, "cpu", framework, model, "train", batch, tuple(shape), precision, mode,
-                profile, 10)
+                profile, 10, optimizer=optimizer)
 
 
 def _settings(cell, data, iterations=2):
@@ -58,8 +58,8 @@ def test_loss_curves_agree_over_the_first_ten_steps(frameworks, mnist_files, opt
     weights = frameworks["pytorch"].export_initial_weights("lenet5", (1, 28, 28), 10, seed=0)
     curves = {}
     for name, module in frameworks.items():
-        trainer = module.Trainer(_cell(name, profile="defaults"), OPTIMIZERS[optimizer], weights,
-                                 weight_decay=5e-4)
+        trainer = module.Trainer(_cell(name, profile="defaults", optimizer=optimizer),
+                                 OPTIMIZERS[optimizer], weights, weight_decay=5e-4)
         batches = D.Batches.steps(data, 20, start=0, count=10, seed=0, layout=module.LAYOUT)
         curves[name] = trainer.loss_values(trainer.train(batches))
     assert len(curves["pytorch"]) == 10
@@ -140,10 +140,10 @@ def test_lenet_reaches_90_percent_on_the_bundled_mnist_subset(tmp_path):
 
 def test_convergence_on_cifar10_files_with_augmentation_in_tensorflow(tmp_path):
     D.generate("cifar10", tmp_path, train=120, test=40)
-    cell = _cell("tensorflow", shape=(3, 32, 32), batch=40)
+    cell = _cell("tensorflow", shape=(3, 32, 32), batch=40, optimizer="adam")
     p = _run("run_convergence", _settings(cell, {
-        "dataset": "cifar10", "data_dir": str(tmp_path), "epochs": 2, "optimizer": "adam",
-        "pipeline": "numpy",
+        "dataset": "cifar10", "data_dir": str(tmp_path), "epochs": 2,
+        "optimizer": ["sgd", "adam"], "pipeline": "numpy",
         "schedule": "cosine", "weight_decay": 5e-4, "target_accuracy": 1.0}))
     assert p["data_source"] == "generated"
     assert p["settings_in_force"]["augmentation"]["random_crop_padding"] == 4
@@ -169,11 +169,13 @@ def test_data_settings_name_a_bad_key_or_value():
     assert E.data_settings({}, cell)["dataset"] == "mnist"  # from the input shape
     with pytest.raises(Exception, match="unknown key"):
         E.data_settings({"data": {"epochz": 3}}, cell)
+    # The cell's optimizer, never the run's list of them.
+    assert E.data_settings({"data": {"optimizer": ["adam", "sgd"]}}, cell)["optimizer"] == "sgd"
     with pytest.raises(Exception, match="optimizer must be one of"):
-        E.data_settings({"data": {"optimizer": "rmsprop"}}, cell)
+        E.data_settings({"data": {"optimizer": "sgd"}}, _cell("pytorch", optimizer="rmsprop"))
     with pytest.raises(Exception, match="target_accuracy"):
         E.data_settings({"data": {"target_accuracy": 93}}, cell)
-    r = E.recipe({**E.DATA_DEFAULTS, "learning_rate": 0.1, "momentum": 0.0})
+    r = E.recipe({**E.DATA_DEFAULTS, "optimizer": "sgd", "learning_rate": 0.1, "momentum": 0.0})
     assert (r["name"], r["learning_rate"], r["momentum"]) == ("sgd", 0.1, 0.0)
     assert E.learning_rate_at(0, 4, 0.1, "cosine") == 0.1
     assert E.learning_rate_at(2, 4, 0.1, "cosine") == pytest.approx(0.05)

@@ -73,6 +73,28 @@ def test_distributed_cells_name_their_strategy_and_take_threads_per_process(tiny
     assert sorted({plan.threads(t) for t in plan.trials}) == [1, 2]
 
 
+def test_each_optimizer_of_a_real_data_run_is_its_own_cell_pair(tiny_config):
+    throughput = sorted(c.id for c in _plan(tiny_config).cells())
+    plan = _plan(tiny_config, experiment="convergence", phases=["train"],
+                 data={"optimizer": ["sgd", "adam"]})
+    cells = plan.cells()
+    assert len(cells) == 4 and len({c.name for c in cells}) == 2
+    for optimizer in ("sgd", "adam"):
+        pair = [c for c in cells if c.optimizer == optimizer]
+        assert {c.framework for c in pair} == {"pytorch", "tensorflow"}
+        assert {c.name for c in pair} == {f"train-b2-1x28x28-fp32-idiomatic-matched-{optimizer}"}
+        assert len({c.pair_id for c in pair}) == 1
+        assert plan.trial_settings(plan.last_trial(pair[0]))["cell"]["optimizer"] == optimizer
+    one = _plan(tiny_config, experiment="epoch", phases=["train"], data={"optimizer": "adam"})
+    assert {c.optimizer for c in one.cells()} == {"adam"}
+    # Elsewhere no optimizer: throughput names, ids and trial settings are as they were.
+    assert throughput == [f"throughput/cpu/{f}/lenet5/infer-b2-1x28x28-fp32-idiomatic-matched"
+                          for f in ("pytorch", "tensorflow")]
+    plan = _plan(tiny_config, data={"optimizer": ["sgd", "adam"]})
+    assert sorted(c.id for c in plan.cells()) == throughput
+    assert "optimizer" not in plan.trial_settings(plan.trials[0])["cell"]
+
+
 def test_real_data_experiments_name_their_data_record(tiny_config):
     assert _plan(tiny_config).data_path() is None
     plan = _plan(tiny_config, experiment="epoch", phases=["train"], data={"steps": 5})
