@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 
+# Some tests hold both frameworks in one process (trial processes never do). PyTorch's compiler
+# stack, which torch.optim imports on first use, segfaults when it is first imported after
+# TensorFlow: import it first.
+import torch._dynamo  # noqa: E402,F401  isort: skip
+
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
