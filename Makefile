@@ -47,7 +47,7 @@ test-slurm: $(INSTALLED)
 
 # Harness against a bare loop, interleaved in one run (goal: ratio <= 1.01 on the CPU).
 bench-harness: $(INSTALLED)
-	$(BIN)/python benchmarks/harness_overhead.py --blocks 20
+	$(BIN)/python benchmarks/harness_overhead.py --blocks 200 --iterations 50
 
 # A CPU trial with the telemetry sampler on and off, interleaved (goal: ratio <= 1.02).
 bench-telemetry: $(INSTALLED)

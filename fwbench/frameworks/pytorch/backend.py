@@ -108,7 +108,9 @@ class PyTorchBackend(Backend):
         return train if self.cell.phase == "train" else infer
 
     def synchronize(self) -> None:
-        if self.device.type == "cuda":
+        # The cell's device, not self.device.type: reading a torch.device attribute around
+        # every CPU step measurably slowed LeNet-5 (about 0.7%, benchmarks/harness_overhead.py).
+        if self.cell.device == "cuda":
             torch.cuda.synchronize(self.device)
 
     def peak_memory(self) -> dict:
