@@ -79,3 +79,31 @@ def test_profiles_record_what_is_in_force(tmp_path, tiny_config, framework):
     assert defaults["settings"]["in_force"]["layout"] == expected
     assert set(defaults["versions"]["cpu_math"]) == {"blas", "onednn", "instruction_set"}
     assert defaults["peak_memory"]["device_peak_bytes"] is None and defaults["peak_rss_bytes"] > 0
+
+
+def test_tensorflow_syncs_only_a_device_that_runs_ahead(monkeypatch):
+    """A CPU runs TensorFlow synchronously unless told otherwise; syncing it would only add the
+    call's own time to every step (PyTorch's CPU synchronize is free), so it is skipped there."""
+    import tensorflow as tf
+
+    from fwbench.cells import Cell
+    from fwbench.frameworks import get_backend
+
+    calls = []
+    monkeypatch.setattr(tf.test.experimental, "sync_devices", lambda: calls.append(1))
+    cell = Cell("throughput", "cpu", "tensorflow", "lenet5", "infer", 2, (1, 28, 28), "fp32",
+                "idiomatic", "matched")
+    backends = []
+    for synchronous in (True, False):
+        tf.config.experimental.set_synchronous_execution(synchronous)
+        try:
+            backend = get_backend("tensorflow")(cell, threads=1, seed=0)
+            assert backend.configure()["synchronous_execution"] is synchronous
+            backend.load()
+        finally:
+            tf.config.experimental.set_synchronous_execution(True)
+        backends.append(backend)
+    backends[0].synchronize()
+    assert calls == []
+    backends[1].synchronize()
+    assert calls == [1]
