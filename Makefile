@@ -28,8 +28,12 @@ rebuild: $(INSTALLED)
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m fwbench rebuild results/reference
 	@echo "Report: results/reference/report/report.html and report.pdf"
 
+# The whole suite in worker processes, one per core up to 4 (each test stays in one process:
+# 8 min 54 s on 2 cores against 14 min 24 s in one process; its largest test holds ~10 GB).
+PYTEST := PATH=$(abspath $(BIN)):$$PATH $(BIN)/pytest -q --numprocesses auto --maxprocesses 4
+
 test: $(INSTALLED) test-tools
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/pytest -q
+	$(PYTEST)
 
 # The report's reader checks render the PDF (pdftoppm) and open the HTML (chromium); they skip,
 # naming the package, where these cannot be installed (no root or no apt).
@@ -54,7 +58,7 @@ bench-telemetry: $(INSTALLED)
 	$(BIN)/python benchmarks/telemetry_overhead.py --blocks 20
 
 test-fast: $(INSTALLED)
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 # Resolve every tag in containers/images.lock to the digest it points to now and write the lock
 # (needs skopeo, crane or docker, and the registry); then commit it. See docs/containers.md.

@@ -28,6 +28,7 @@ from torch.utils.data import DataLoader
 from fwbench.errors import BackendError
 from fwbench.frameworks.base import LOSS_SCALE_INITIAL
 from fwbench.frameworks.pytorch import models
+from fwbench.frameworks.pytorch.backend import PyTorchBackend
 
 # The layout fwbench.data.Batches emits for this framework; channels_last is applied on the device.
 LAYOUT = "NCHW"
@@ -173,12 +174,6 @@ class Trainer:
             return nullcontext()
         return torch.autocast(self.device.type, dtype=self.amp_dtype)
 
-    def synchronize(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-
-    def peak_memory(self) -> dict:
-        if self.device.type != "cuda":
-            return {"device_peak_bytes": None, "source": "CPU: see the process's peak RSS"}
-        return {"device_peak_bytes": torch.cuda.max_memory_allocated(self.device),
-                "source": "torch.cuda.max_memory_allocated"}
+    # The backend's, on the same attributes (cell, device).
+    synchronize = PyTorchBackend.synchronize
+    peak_memory = PyTorchBackend.peak_memory

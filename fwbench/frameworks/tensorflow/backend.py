@@ -16,6 +16,13 @@ from fwbench.models import OPTIMIZER, synthetic_batch
 PRECISIONS = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
+def runs_ahead(device: str) -> bool:
+    """Whether ``device`` returns before its work is done: only a GPU, or a CPU with asynchronous
+    execution turned on (sync_devices' documentation). Elsewhere syncing would only add its own
+    ~20 µs to every timed CPU step, a cost PyTorch's CPU synchronize does not have."""
+    return device == "cuda" or not tf.config.experimental.get_synchronous_execution()
+
+
 class TensorFlowBackend(Backend):
     NAME = "tensorflow"
 
@@ -62,11 +69,7 @@ class TensorFlowBackend(Backend):
     def load(self) -> None:
         c = self.cell
         self.device = "/GPU:0" if c.device == "cuda" else "/CPU:0"
-        # Only a GPU, or a CPU with asynchronous execution turned on, runs ahead of the caller
-        # (sync_devices' documentation); elsewhere syncing would only add its own ~20 µs to every
-        # timed CPU step, a cost PyTorch's CPU synchronize does not have.
-        self.runs_ahead = (c.device == "cuda"
-                           or not tf.config.experimental.get_synchronous_execution())
+        self.runs_ahead = runs_ahead(c.device)
         with tf.device(self.device):
             try:
                 self.model = models.build_model(c.model, c.input_shape, c.num_classes)

@@ -32,6 +32,7 @@ from fwbench.errors import BackendError, Unsupported
 from fwbench.frameworks import transfer
 from fwbench.frameworks.base import LOSS_SCALE_INITIAL
 from fwbench.frameworks.tensorflow import models
+from fwbench.frameworks.tensorflow.backend import TensorFlowBackend, runs_ahead
 
 LAYOUT = "NHWC"
 INPUT_PIPELINE = ("tf.data: from_tensor_slices over fwbench.data.Batches' plan, batches assembled "
@@ -121,6 +122,7 @@ class Trainer:
         self.cell = cell
         self.pipeline = pipeline
         self.device = "/GPU:0" if cell.device == "cuda" else "/CPU:0"
+        self.runs_ahead = runs_ahead(cell.device)
         self.mode = cell.framework_mode
         if self.mode == "keras" and weight_decay:
             raise Unsupported("weight decay is added to the loss in fwbench's own loops; Keras "
@@ -210,14 +212,9 @@ class Trainer:
     def _predict_step(self, x):
         return tf.argmax(self.model(x, training=False), axis=1)
 
-    def synchronize(self) -> None:
-        tf.test.experimental.sync_devices()
-
-    def peak_memory(self) -> dict:
-        if self.cell.device != "cuda":
-            return {"device_peak_bytes": None, "source": "CPU: see the process's peak RSS"}
-        return {"device_peak_bytes": tf.config.experimental.get_memory_info("GPU:0")["peak"],
-                "source": "tf.config.experimental.get_memory_info('GPU:0')['peak']"}
+    # The backend's, on the same attributes (cell, device, runs_ahead).
+    synchronize = TensorFlowBackend.synchronize
+    peak_memory = TensorFlowBackend.peak_memory
 
 
 def _signature(batches):
