@@ -285,6 +285,10 @@ def _draw_per_sample(ax, frame, device: str) -> None:
 
 # --- throughput with confidence-interval error bars ----------------------------------------
 
+# Each pair's row: PyTorch's point just above TensorFlow's.
+FRAMEWORK_OFFSETS = (("pytorch", -0.17), ("tensorflow", 0.17))
+
+
 def throughput(cell_stats, folder: Path, *, key="throughput") -> Figure:
     """Samples per second per cell and framework, with the interval of the median."""
     title = "Throughput"
@@ -303,16 +307,10 @@ def throughput(cell_stats, folder: Path, *, key="throughput") -> Figure:
         fig = _new(6.8, 0.9 + 0.22 * len(pairs))
         ax = fig.add_subplot()
         rows = {pid: i for i, pid in enumerate(pairs["pair_id"])}
-        for framework, offset in (("pytorch", -0.17), ("tensorflow", 0.17)):
+        for framework, offset in FRAMEWORK_OFFSETS:
             part = frame[frame["_fw"] == framework]
-            if part.empty:
-                continue
-            y = [rows[p] + offset for p in part["pair_id"]]
-            sps, lo, hi = _throughput_columns(part)
-            ax.errorbar(sps, y, xerr=[[max(s - a, 0) for s, a in zip(sps, lo)],
-                                      [max(b - s, 0) for s, b in zip(sps, hi)]],
-                        fmt="o", markersize=3.5, capsize=2, linewidth=1,
-                        color=FRAMEWORK_COLOURS[framework], label=FRAMEWORK_LABELS[framework])
+            if not part.empty:
+                _draw_points(ax, part, rows, framework, offset, *_throughput_columns(part))
         ax.set_xscale("log")
         ax.set_yticks(range(len(pairs)), [pair_label(r, varying) for _, r in pairs.iterrows()])
         ax.set_ylim(len(pairs) - 0.5, -0.5)
@@ -329,9 +327,7 @@ def throughput(cell_stats, folder: Path, *, key="throughput") -> Figure:
 def _throughput_columns(part):
     names = ("throughput_sps", "throughput_ci_low_sps", "throughput_ci_high_sps")
     if set(names) <= set(part.columns):  # the statistics' own (samples per iteration known)
-        sps, lo, hi = (part[n].astype(float).to_numpy() for n in names)
-        return sps, [s if math.isnan(v) else v for s, v in zip(sps, lo)], \
-            [s if math.isnan(v) else v for s, v in zip(sps, hi)]
+        return tuple(part[n].astype(float).to_numpy() for n in names)
     batch = part["batch_size"].astype(float).to_numpy()
     median = part["median_ns"].astype(float).to_numpy()
     sps = batch / median * 1e9
@@ -433,7 +429,7 @@ def per_cell_metric(trials, folder: Path, *, key: str, title: str, column: str, 
     with rc_context(RC):
         fig = _new(6.8, 0.9 + 0.22 * len(pairs))
         ax = fig.add_subplot()
-        for framework, offset in (("pytorch", -0.17), ("tensorflow", 0.17)):
+        for framework, offset in FRAMEWORK_OFFSETS:
             part = frame[frame["framework"] == framework]
             if part.empty:
                 continue
@@ -1023,16 +1019,22 @@ def achieved_flops(flops, folder: Path, *, key="achieved_flops", absent: str = "
 def _framework_points(ax, frame, rows: dict, column: str, low: str, high: str, scale: float,
                       label: bool = True) -> None:
     """One point per cell with its interval, PyTorch above TensorFlow in each pair's row."""
-    for framework, offset in (("pytorch", -0.17), ("tensorflow", 0.17)):
+    for framework, offset in FRAMEWORK_OFFSETS:
         part = frame[frame["framework"] == framework]
-        if part.empty:
-            continue
-        value, lo, hi = (part[c].astype(float).to_numpy() * scale for c in (column, low, high))
-        lo = [v if math.isnan(a) else a for v, a in zip(value, lo)]
-        hi = [v if math.isnan(b) else b for v, b in zip(value, hi)]
-        ax.errorbar(value, [rows[p] + offset for p in part["pair_id"]],
-                    xerr=[[max(v - a, 0) for v, a in zip(value, lo)],
-                          [max(b - v, 0) for v, b in zip(value, hi)]],
-                    fmt="o", markersize=3.5, capsize=2, linewidth=1,
-                    color=FRAMEWORK_COLOURS[framework],
-                    label=FRAMEWORK_LABELS[framework] if label else None)
+        if not part.empty:
+            value, lo, hi = (part[c].astype(float).to_numpy() * scale for c in (column, low, high))
+            _draw_points(ax, part, rows, framework, offset, value, lo, hi, label)
+
+
+def _draw_points(ax, part, rows: dict, framework: str, offset: float, value, lo, hi,
+                 label: bool = True) -> None:
+    """``part``'s points at their pairs' rows, each with its interval (none where a bound is
+    missing)."""
+    lo = [v if math.isnan(a) else a for v, a in zip(value, lo)]
+    hi = [v if math.isnan(b) else b for v, b in zip(value, hi)]
+    ax.errorbar(value, [rows[p] + offset for p in part["pair_id"]],
+                xerr=[[max(v - a, 0) for v, a in zip(value, lo)],
+                      [max(b - v, 0) for v, b in zip(value, hi)]],
+                fmt="o", markersize=3.5, capsize=2, linewidth=1,
+                color=FRAMEWORK_COLOURS[framework],
+                label=FRAMEWORK_LABELS[framework] if label else None)
