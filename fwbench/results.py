@@ -15,6 +15,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from fwbench import __version__
 from fwbench.errors import ResultError
 
 # Version history of the trial result file:
@@ -120,6 +121,7 @@ def make_result(settings: dict, outcome, *, started_at: str, ended_at: str,
         "started_at": started_at,
         "ended_at": ended_at,
         "workflow": workflow,
+        "fwbench_version": __version__,
     }
 
 
@@ -169,6 +171,7 @@ def trial_row(result: dict) -> dict:
         "git_commit": result["workflow"]["git_commit"],
         "git_dirty": result["workflow"]["git_dirty"],
         "session": result["workflow"]["session"],
+        "fwbench_version": result.get("fwbench_version"),  # None in results from before it was kept
         **real_data_columns(result["details"]),
         **_telemetry_columns(result.get("telemetry")),
         **environment_columns(result.get("environment")),
