@@ -1,4 +1,6 @@
-"""Command line: ``python -m fwbench <command>``. Each command parses arguments and calls the library."""
+"""The ``fwbench`` command (also ``python -m fwbench``). Each command parses its arguments and
+calls the library. Imports are lazy: ``--help`` and ``--version`` work with nothing installed
+but fwbench itself, and a command whose packages are missing says how to install them."""
 
 from __future__ import annotations
 
@@ -6,13 +8,38 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
-from fwbench import provenance, workflow
-from fwbench.supervisor import Interrupted, stop_on_signals
-from fwbench.trial import measure_idle_baseline, run_trial
+from fwbench import __version__
+from fwbench.errors import FwbenchError
+
+DESCRIPTION = """\
+fwbench measures PyTorch against TensorFlow on the same models, data and settings, and writes a
+report with statistics, figures and the exact software behind every number.
+
+The measurements are a Snakemake workflow: in the repository, `make run` (or, with the
+environment active, `snakemake --cores 1`) runs the default sweep and writes
+results/default/report/report.html. The commands below work around such runs."""
+
+EXAMPLES = """\
+examples:
+  fwbench rebuild results/reference        remake the shipped reference run's report
+  fwbench export results/reference         its tables as Parquet and CSV, with a data dictionary
+  fwbench models                           the models both frameworks provide
+  fwbench unlock-if-idle && snakemake --cores 1 --rerun-incomplete
+                                           resume an interrupted run
+
+`fwbench <command> --help` explains a command. Documentation: README.md and docs/."""
+
+INSTALL_HINT = ("install fwbench's locked environment: in the repository, `make .venv/.installed` "
+                "(or `pip install -r requirements.lock && pip install --no-deps -e .`), then run "
+                "`.venv/bin/fwbench` or activate it with `. .venv/bin/activate`")
 
 
 def _trial_command(args) -> int:
+    from fwbench.supervisor import Interrupted, stop_on_signals
+    from fwbench.trial import run_trial
+
     stop_on_signals()
     try:
         result = run_trial(json.loads(args.settings), args.result, args.env, args.telemetry,
@@ -27,7 +54,16 @@ def _trial_command(args) -> int:
     return 0
 
 
+def _snakemake(command: list[str]) -> int:
+    try:
+        return subprocess.run(command).returncode
+    except FileNotFoundError:
+        raise FwbenchError("the `snakemake` command is not on PATH; " + INSTALL_HINT) from None
+
+
 def _unlock_command(args) -> int:
+    from fwbench import provenance, workflow
+
     alive = workflow.snakemake_alive()
     if alive:
         print(f"fwbench: Snakemake is still running here (pid {', '.join(map(str, alive))}); "
@@ -36,18 +72,50 @@ def _unlock_command(args) -> int:
     if workflow.stale_locks():
         print("fwbench: removing the stale lock of an interrupted run.", file=sys.stderr)
         snakefile = provenance.SOURCE_DIR / "Snakefile"
-        return subprocess.run(["snakemake", "--snakefile", str(snakefile), "--unlock",
-                               "--cores", "1"]).returncode
+        return _snakemake(["snakemake", "--snakefile", str(snakefile), "--unlock", "--cores", "1"])
     return 0
 
 
+def _run_dir(path: str) -> Path:
+    """A run folder that exists, or an error naming what to pass instead."""
+    run_dir = Path(path)
+    if not (run_dir / "cells").is_dir():
+        runs = sorted(p.parent.name for p in Path("results").glob("*/cells"))
+        hint = f" Runs here: {', '.join(f'results/{r}' for r in runs)}." if runs else (
+            " No run under ./results: run the workflow first (`make run`), or work from the "
+            "repository, which ships results/reference.")
+        raise FwbenchError(f"{path} is not a run folder (it has no cells/ folder of trial "
+                           f"results); give results/<run>.{hint}")
+    return run_dir
+
+
 def _rebuild_command(args) -> int:
-    command = workflow.rebuild_command(args.run_dir, provenance.SOURCE_DIR / "Snakefile")
+    from fwbench import provenance, workflow
+
+    run_dir = _run_dir(args.run_dir)
+    try:
+        command = workflow.rebuild_command(run_dir, provenance.SOURCE_DIR / "Snakefile")
+    except ValueError as exc:
+        raise FwbenchError(f"{exc}; move or link the run folder under a results/ folder") from None
     print(f"fwbench: {' '.join(command)}", file=sys.stderr)
-    return subprocess.run(command).returncode
+    return _snakemake(command)
+
+
+def _export_command(args) -> int:
+    from fwbench.export import export_run
+
+    written = export_run(_run_dir(args.run_dir), args.out, formats=args.format,
+                         mlflow=args.mlflow, mlflow_uri=args.mlflow_uri)
+    dictionary = next(p for p in written if p.name == "data_dictionary.json")
+    print(f"fwbench export: {len(written)} files in {dictionary.parent}; what each column "
+          f"holds, and its unit: {dictionary}" + (f"; MLflow run in {written[-1]}"
+                                                  if args.mlflow else ""), file=sys.stderr)
+    return 0
 
 
 def _idle_command(args) -> int:
+    from fwbench.trial import measure_idle_baseline
+
     idle = measure_idle_baseline(args.out, duration_s=args.duration, period_s=args.period)
     print(f"idle baseline: {json.dumps(idle)[:300]}", file=sys.stderr)
     return 0
@@ -60,30 +128,119 @@ def _models_command(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fwbench", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    trial = commands.add_parser("trial", help="measure one trial (a workflow job runs this)")
+def _pin_images_command(args) -> int:
+    from fwbench.images import pin_command
+
+    return pin_command(args.lock)
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Lists the commands under their heading without argparse's line of their metavar."""
+
+    def _format_action(self, action):
+        if isinstance(action, argparse._SubParsersAction):
+            return "".join(self._format_action(a) for a in action._get_subactions())
+        return super()._format_action(action)
+
+
+def _command(commands, name: str, summary: str, description: str, func):
+    parser = commands.add_parser(name, help=summary, description=description)
+    parser.set_defaults(func=func)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fwbench", description=DESCRIPTION, epilog=EXAMPLES,
+                                     formatter_class=_Formatter)
+    parser.add_argument("--version", action="version", version=f"fwbench {__version__}")
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="<command>")
+
+    rebuild = _command(
+        commands, "rebuild", "remake a finished run's tables, statistics, figures and report "
+        "from its trial results, measuring nothing again",
+        "Remake results/<run>/tables, stats, figures and report from the trial results in "
+        "results/<run>/cells. No experiment runs: a missing trial result is an error, not a new "
+        "measurement. Use it after changing the statistics or the report, or to rebuild the "
+        "shipped reference run (results/reference) on any machine.", _rebuild_command)
+    rebuild.add_argument("run_dir", metavar="RUN", help="the run's folder, e.g. results/reference")
+
+    export = _command(
+        commands, "export", "write a run's tables and statistics as tidy CSV or Parquet files, "
+        "with a data dictionary of every column and its unit",
+        "Write one tidy file per table of a run (tables/*.parquet and stats/*.csv) into one "
+        "folder, in the formats asked for, with data_dictionary.json naming every column, its "
+        "type, its unit and what it means. With --mlflow, also log the run's settings, summary "
+        "metrics and files as one MLflow run (needs the mlflow package).", _export_command)
+    export.add_argument("run_dir", metavar="RUN", help="the run's folder, e.g. results/reference")
+    export.add_argument("--out", help="folder to write (default: RUN/export)")
+    export.add_argument("--format", choices=("csv", "parquet"), action="append",
+                        help="file format; repeat for both (default: both)")
+    export.add_argument("--mlflow", action="store_true",
+                        help="also log an MLflow run (pip install mlflow)")
+    export.add_argument("--mlflow-uri", metavar="URI",
+                        help="MLflow tracking URI (default: RUN/export/mlruns)")
+
+    models = _command(
+        commands, "models", "list the models both frameworks provide: parameters, FLOPs and "
+        "where the two libraries differ",
+        "List every model of the zoo with its input, trainable parameters (equal in both "
+        "frameworks), FLOPs per sample and the known differences between the PyTorch and "
+        "TensorFlow versions. Needs PyTorch and TensorFlow installed.", _models_command)
+    models.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    _command(
+        commands, "unlock-if-idle", "before resuming an interrupted run: remove Snakemake's "
+        "stale lock, only if no Snakemake is running here",
+        "A run that was killed leaves Snakemake's lock behind, and the next run refuses to "
+        "start. This removes the lock only when no Snakemake process is alive in this folder, "
+        "so it never breaks into a run that is still going. Then resume with "
+        "`snakemake --cores 1 --rerun-incomplete`.", _unlock_command)
+
+    pin = _command(
+        commands, "pin-images", "record the digest each framework image's tag points to now, "
+        "in containers/images.lock (needs skopeo, crane or docker)",
+        "Ask the registry what each tag in containers/images.lock points to now and write the "
+        "sha256 digests into the lock, so every benchmark job runs exactly that image. Run it "
+        "after building and pushing the images (containers/build.sh), then commit the lock. "
+        "`make pin-images` does the same. See docs/containers.md.", _pin_images_command)
+    pin.add_argument("--lock", help="lock file (default: containers/images.lock, or "
+                     "$FWBENCH_IMAGES_LOCK)")
+
+    idle = _command(
+        commands, "idle", "(run by the workflow) measure the machine at rest before the first "
+        "trial: the baseline for energy above idle and for the cool-down wait",
+        "Sample GPU power, the energy counters and temperatures with nothing running (a CUDA "
+        "context held on each GPU, as a trial holds one), and write the baseline that trials "
+        "subtract from their energy and wait for before they start.", _idle_command)
+    idle.add_argument("--out", required=True, help="the JSON file to write")
+    idle.add_argument("--duration", type=float, default=3.0, help="seconds (default 3)")
+    idle.add_argument("--period", type=float, default=0.1, help="sampling period in seconds")
+
+    trial = _command(
+        commands, "trial", "(run by the workflow) measure one trial of one cell in a fresh, "
+        "supervised process",
+        "Measure one trial: a fresh process runs the cell while telemetry is sampled, and its "
+        "result, provenance and telemetry files are written atomically. The workflow passes "
+        "the settings from its plan; running it by hand is for debugging.", _trial_command)
     trial.add_argument("--settings", required=True, help="the trial's settings as JSON (from the plan)")
     trial.add_argument("--result", required=True, help="path of trial-<k>.json")
     trial.add_argument("--env", required=True, help="path of trial-<k>.env.json")
     trial.add_argument("--telemetry", required=True, help="path of trial-<k>.telemetry.csv")
     trial.add_argument("--idle", help="the run's idle baseline (idle.json)")
-    trial.set_defaults(func=_trial_command)
-    idle = commands.add_parser("idle", help="measure the idle baseline before the first trial")
-    idle.add_argument("--out", required=True)
-    idle.add_argument("--duration", type=float, default=3.0, help="seconds")
-    idle.add_argument("--period", type=float, default=0.1, help="sampling period in seconds")
-    idle.set_defaults(func=_idle_command)
-    models = commands.add_parser("models", help="the model zoo: parameters, FLOPs, differences")
-    models.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    models.set_defaults(func=_models_command)
-    unlock = commands.add_parser("unlock-if-idle",
-                                 help="remove a stale Snakemake lock, only if no Snakemake runs here")
-    unlock.set_defaults(func=_unlock_command)
-    rebuild = commands.add_parser("rebuild", help="rebuild tables, statistics, figures and report "
-                                  "of a run from its cell files, running no experiment")
-    rebuild.add_argument("run_dir", help="the run's folder, e.g. results/reference")
-    rebuild.set_defaults(func=_rebuild_command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
-    return args.func(args)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except ModuleNotFoundError as exc:
+        print(f"fwbench {args.command}: the Python package {exc.name!r} is not installed here; "
+              f"{INSTALL_HINT}", file=sys.stderr)
+    except FwbenchError as exc:
+        print(f"fwbench {args.command}: {exc}", file=sys.stderr)
+    return 1

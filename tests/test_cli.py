@@ -1,0 +1,113 @@
+"""The `fwbench` command as a user meets it: help, version, names, and errors that name the fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import fwbench
+from fwbench import cli
+
+REPO = Path(__file__).resolve().parent.parent
+FWBENCH = [sys.executable, "-m", "fwbench"]
+USER_COMMANDS = ("rebuild", "export", "models", "unlock-if-idle", "pin-images")
+WORKFLOW_COMMANDS = ("idle", "trial")
+
+
+def run(*args, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([*FWBENCH, *args], capture_output=True, text=True, **kwargs)
+
+
+def test_console_script_is_the_same_main_as_python_m_fwbench():
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"fwbench": "fwbench.cli:main"}
+    assert "from fwbench.cli import main" in (REPO / "fwbench" / "__main__.py").read_text()
+    installed = Path(sys.executable).parent / "fwbench"
+    if installed.exists():  # after `pip install -e .` (make re-installs when pyproject changes)
+        same = subprocess.run([str(installed), "--help"], capture_output=True, text=True)
+        assert same.stdout == run("--help").stdout
+
+
+def test_help_explains_every_command_to_a_user():
+    proc = run("--help")
+    assert proc.returncode == 0
+    text = proc.stdout
+    assert "snakemake --cores 1" in text and "make run" in text   # how to run the benchmark
+    for name in USER_COMMANDS + WORKFLOW_COMMANDS:
+        line = next(line for line in text.splitlines() if line.startswith(f"  {name} "))
+        assert len(line.split()) > 4, line  # a summary beside the name
+        assert ("(run by the workflow)" in line) == (name in WORKFLOW_COMMANDS), line
+        sub = run(name, "--help")  # and a paragraph of its own
+        assert sub.returncode == 0 and len(sub.stdout.split("\n\n")[1]) > 80, name
+    assert "<command>\n" not in text  # no argparse metavar line in the list
+
+
+def test_version():
+    proc = run("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"fwbench {fwbench.__version__}"
+
+
+def test_no_command_prints_the_help():
+    proc = run()
+    assert proc.returncode == 2 and "commands:" in proc.stderr
+
+
+def test_pin_images_is_a_command_as_the_docs_name_it(tmp_path):
+    named = (REPO / "fwbench" / "images.py").read_text() + (
+        REPO / "containers" / "images.lock").read_text()
+    assert "python -m fwbench pin-images" in named
+    lock = tmp_path / "images.lock"
+    lock.write_text((REPO / "containers" / "images.lock").read_text())
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    proc = run("pin-images", "--lock", str(lock), env={**os.environ, "PATH": str(empty)})
+    assert proc.returncode == 1
+    assert "skopeo, crane or docker" in proc.stderr and "make pin-images" in proc.stderr
+
+
+def test_a_folder_that_is_no_run_names_the_runs_there(tmp_path):
+    (tmp_path / "results" / "mine" / "cells").mkdir(parents=True)
+    for command in ("rebuild", "export"):
+        proc = run(command, "results/nope", cwd=tmp_path)
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.startswith(f"fwbench {command}: results/nope is not a run folder")
+        assert "Runs here: results/mine" in proc.stderr
+
+
+def test_a_missing_package_names_the_install_command(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "fwbench.models", None)  # as if its imports were missing
+    assert cli.main(["models"]) == 1
+    err = capsys.readouterr().err
+    assert "is not installed here" in err and "make .venv/.installed" in err
+
+
+def test_a_missing_snakemake_names_the_fix(tmp_path, monkeypatch, capsys):
+    run_dir = tmp_path / "results" / "r"
+    (run_dir / "cells").mkdir(parents=True)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert cli.main(["rebuild", str(run_dir)]) == 1
+    err = capsys.readouterr().err
+    assert "`snakemake` command is not on PATH" in err and "make .venv/.installed" in err
+
+
+@pytest.mark.slow
+def test_help_and_version_work_with_nothing_but_fwbench_installed(tmp_path):
+    """A fresh venv with fwbench alone (no locked deps): the console script's --help and
+    --version work, and a command that needs more says how to install it."""
+    venv = tmp_path / "v"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    (site / "fwbench-src.pth").write_text(str(REPO) + "\n")  # what an editable install adds
+    python = venv / "bin" / "python"
+    main = [str(python), "-c", "import sys; from fwbench.cli import main; sys.exit(main())"]
+    assert subprocess.run([*main, "--version"], capture_output=True, text=True,
+                          check=True).stdout.strip() == f"fwbench {fwbench.__version__}"
+    assert "commands:" in subprocess.run([*main, "--help"], capture_output=True, text=True,
+                                         check=True).stdout
+    proc = subprocess.run([*main, "models"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "make .venv/.installed" in proc.stderr
