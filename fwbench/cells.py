@@ -5,6 +5,7 @@ Framework-free. A cell's path is results/<run>/cells/<experiment>/<device>/<fram
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, fields
 
 FRAMEWORKS = ("pytorch", "tensorflow")
@@ -46,14 +47,18 @@ class Cell:
     def shape_name(self) -> str:
         return "x".join(map(str, self.input_shape))
 
+    def name_parts(self) -> tuple[str, ...]:
+        """The parts of the folder name in order, "" where this cell has no such part. The name
+        and the workflow's wildcard constraint (``name_pattern``) are both built from these."""
+        return (self.phase, f"b{self.batch_size}", self.shape_name, self.precision, self.mode,
+                self.profile, f"{self.strategy}-w{self.world_size}" if self.strategy else "",
+                self.optimizer or "")
+
     @property
     def name(self) -> str:
         """The cell's folder name, e.g. ``train-b32-3x32x32-fp32-idiomatic-matched``, then
         ``-multi_process-w2`` for a distributed cell or ``-adam`` for a real-data cell."""
-        name = (f"{self.phase}-b{self.batch_size}-{self.shape_name}"
-                f"-{self.precision}-{self.mode}-{self.profile}")
-        name = f"{name}-{self.strategy}-w{self.world_size}" if self.strategy else name
-        return f"{name}-{self.optimizer}" if self.optimizer else name
+        return "-".join(part for part in self.name_parts() if part)
 
     @property
     def id(self) -> str:
@@ -102,3 +107,21 @@ class Trial:
     def path(self, run: str, suffix: str = "json") -> str:
         return f"{self.cell.directory(run)}/trial-{self.index}.{suffix}"
 
+
+
+def one_of(values) -> str:
+    """A regex matching exactly one of ``values``."""
+    return "|".join(map(re.escape, sorted(set(values))))
+
+
+def name_pattern(cells) -> str:
+    """A regex of the folder names these cells take: per part of ``Cell.name_parts``, one of
+    the values the cells use there (optional where some cell has no such part)."""
+    pattern = []
+    for position, values in enumerate(zip(*(cell.name_parts() for cell in cells))):
+        used = [v for v in values if v]
+        if not used:
+            continue
+        part = f"(?:{one_of(used)})" if position == 0 else f"-(?:{one_of(used)})"
+        pattern.append(f"(?:{part})?" if "" in values else part)
+    return "".join(pattern)

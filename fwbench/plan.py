@@ -12,7 +12,7 @@ import itertools
 import random
 from dataclasses import dataclass, field
 
-from fwbench.cells import REAL_DATA, Cell, Trial
+from fwbench.cells import REAL_DATA, Cell, Trial, name_pattern, one_of
 
 
 @dataclass
@@ -21,6 +21,12 @@ class Plan:
 
     config: dict
     trials: list[Trial] = field(default_factory=list)
+    # Looked up once in from_config, by position (Snakemake asks for each trial's neighbours
+    # once per job: a scan of all trials per job made planning quadratic).
+    _previous: dict[int, Trial] = field(default_factory=dict, repr=False)
+    _group_position: dict[int, int] = field(default_factory=dict, repr=False)
+    _last: dict[Cell, Trial] = field(default_factory=dict, repr=False)
+    _by_path: dict[str, Trial] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_config(cls, config: dict) -> Plan:
@@ -32,12 +38,16 @@ class Plan:
         # batch sizes of a power figure); within each group the frameworks alternate.
         order = sorted(groups)
         random.Random(config["seed"]).shuffle(order)
-        position = 0
         for pair_id in order:
-            cells = groups[pair_id]
-            for cell, index in _interleave(cells, config["trials"], config["seed"], pair_id):
-                plan.trials.append(Trial(cell, index, position))
-                position += 1
+            group = [Trial(cell, index, len(plan.trials) + k) for k, (cell, index)
+                     in enumerate(_interleave(groups[pair_id], config["trials"], config["seed"],
+                                              pair_id))]
+            plan.trials.extend(group)
+            for k, trial in enumerate(group):
+                plan._group_position[trial.position] = k
+                if k:
+                    plan._previous[trial.position] = group[k - 1]
+                plan._last[trial.cell] = trial
         plan._by_path = {t.path(plan.run): t for t in plan.trials}
         return plan
 
@@ -66,14 +76,36 @@ class Plan:
 
     def previous(self, trial: Trial) -> Trial | None:
         """The trial planned just before this one in its cell group, if any."""
-        before = [t for t in self.trials if t.cell.pair_id == trial.cell.pair_id
-                  and t.position < trial.position]
-        return before[-1] if before else None
+        return self._previous.get(trial.position)
 
     def group_position(self, trial: Trial) -> int:
         """0-based place of the trial in its cell group's interleaved order."""
-        return sum(1 for t in self.trials if t.cell.pair_id == trial.cell.pair_id
-                   and t.position < trial.position)
+        return self._group_position[trial.position]
+
+    def partner_before(self, trial: Trial) -> Trial | None:
+        """The first member of the pair (trial k of the other framework, same cell group) when
+        this trial is its second member; None for a first member or a trial without a pair."""
+        previous = self.previous(trial)
+        return previous if previous and previous.index == trial.index else None
+
+    def priority(self, trial: Trial) -> int:
+        """The trial job's Snakemake priority; among ready jobs the highest runs first. A second
+        member outranks every other trial, so it runs right after its partner (trials take the
+        one benchmark slot); the others run in planned order; all outrank a profiled run (0)."""
+        n = len(self.trials)
+        return (2 * n if self.partner_before(trial) else n) - trial.position
+
+    def wildcard_constraints(self) -> dict[str, str]:
+        """Regexes of the path wildcards, from the planned cells' own values and name parts."""
+        cells = self.cells()
+        return {
+            "experiment": one_of(c.experiment for c in cells),
+            "device": one_of(c.device for c in cells),
+            "framework": one_of(c.framework for c in cells),
+            "model": one_of(c.model for c in cells),
+            "cell": name_pattern(cells),
+            "trial": r"\d+",
+        }
 
     def trial_settings(self, trial: Trial) -> dict:
         """Everything a worker needs to measure this trial; these are the job's params."""
@@ -105,7 +137,7 @@ class Plan:
 
     def last_trial(self, cell: Cell) -> Trial:
         """The cell's last trial in the planned order: its profiled run comes after it."""
-        return max((t for t in self.trials if t.cell == cell), key=lambda t: t.position)
+        return self._last[cell]
 
     def data_path(self) -> str | None:
         """The record of the verified data set, for the experiments that read one."""

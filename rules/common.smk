@@ -17,13 +17,10 @@ IMAGES = images.workflow_images(
 )
 
 
+# From the planned cells and the code that names them (fwbench.cells), so no path the plan
+# names can fall outside them.
 wildcard_constraints:
-    experiment="[a-z_]+",
-    device="cpu|cuda",
-    framework="pytorch|tensorflow",
-    model="|".join(config["models"]),
-    cell=r"[a-z]+-b\d+-[0-9x]+-[a-z0-9]+-[a-z_]+-[a-z0-9_+]+(-[a-z_]+-w\d+)?",
-    trial=r"\d+",
+    **PLAN.wildcard_constraints(),
 
 
 def get_trial_results():
