@@ -1,7 +1,8 @@
 """Write the image's label file, /opt/fwbench/image.json, at build time (run by the image's Python).
 
 A benchmark job reads it (fwbench.images.check_runtime) to make sure it runs in the image the
-workflow asked for: this framework, this tag, this Python prefix, this framework version.
+workflow asked for: this framework, this tag, this Python prefix, this framework version, this
+lock. `python -m fwbench.images check` reads it too (make test-containers).
 Standard library only: it runs inside the image, before anything of fwbench is there.
 """
 
@@ -9,7 +10,9 @@ import argparse
 import hashlib
 import importlib.metadata
 import json
+import os
 import platform
+import re
 import sys
 import sysconfig
 from datetime import datetime, timezone
@@ -21,33 +24,43 @@ MODULES = {"pytorch": "torch", "tensorflow": "tensorflow"}
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--framework", required=True, choices=sorted(MODULES))
-    parser.add_argument("--package", required=True, help="distribution name: torch, tensorflow")
-    parser.add_argument("--image", required=True, help="repository:tag this build is pushed as")
-    parser.add_argument("--base", required=True, help="base image, repository@sha256:…")
+    parser.add_argument("--variant", required=True, choices=["cuda", "cpu"])
+    parser.add_argument("--image", required=True, help="repository:tag of this image")
+    parser.add_argument("--base", required=True, help="the base image as the build named it")
+    parser.add_argument("--base-digest", default="unknown",
+                        help="the base's digest or image ID, sha256:… (needed unless --base has one)")
     parser.add_argument("--lock", default="/opt/fwbench/requirements.lock")
-    parser.add_argument("--source-commit", default="unknown")
-    parser.add_argument("--builder", required=True, choices=["docker", "apptainer"])
+    parser.add_argument("--builder", required=True, choices=["dockerfile", "apptainer"])
     parser.add_argument("--out", default="/opt/fwbench/image.json")
     args = parser.parse_args()
-    if "@sha256:" not in args.base:
-        parser.error(f"--base must be pinned by digest (repository@sha256:…), got {args.base!r}")
+    base_digest = args.base.split("@", 1)[1] if "@sha256:" in args.base else args.base_digest
+    if not re.fullmatch(r"sha256:[0-9a-f]{64}", base_digest):
+        parser.error("the base must be pinned: --base repository@sha256:… or --base-digest "
+                     f"sha256:…, got {args.base!r} and {args.base_digest!r}")
     if ":" not in args.image.rsplit("/", 1)[-1]:
         parser.error(f"--image must be repository:tag, got {args.image!r}")
+    # The distribution that installed the module: tensorflow-cpu in the cpu variant.
+    package = re.sub(r"[-_.]+", "-",
+                     importlib.metadata.packages_distributions()[MODULES[args.framework]][0]).lower()
+    # SOURCE_DATE_EPOCH (the recipe's date, set by containers/build.py) rather than the clock:
+    # the label is part of the image, and one lock and wheelhouse must give one image.
+    epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or 0)
     label = {
-        "label_version": 1,
+        "label_version": 2,
         "framework": args.framework,
         "module": MODULES[args.framework],
-        "package": args.package,
-        "version": importlib.metadata.version(args.package),
+        "package": package,
+        "version": importlib.metadata.version(package),
+        "variant": args.variant,
         "image": args.image,
         "base_image": args.base,
+        "base_digest": base_digest,
         "lock_sha256": hashlib.sha256(Path(args.lock).read_bytes()).hexdigest(),
         "python": platform.python_version(),
         "prefix": sys.prefix,
         "site_packages": sysconfig.get_paths()["purelib"],
-        "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "source_date": datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds"),
         "builder": args.builder,
-        "source_commit": args.source_commit,
         "pip_freeze": sorted(f"{d.metadata['Name']}=={d.version}"
                              for d in importlib.metadata.distributions()),
     }

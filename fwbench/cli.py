@@ -201,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
         "in containers/images.lock (needs skopeo, crane or docker)",
         "Ask the registry what each tag in containers/images.lock points to now and write the "
         "sha256 digests into the lock, so every benchmark job runs exactly that image. Run it "
-        "after building and pushing the images (containers/build.sh), then commit the lock. "
+        "after building and pushing the images (containers/build.py --push), then commit the lock. "
         "`make pin-images` does the same. See docs/containers.md.", _pin_images_command)
     pin.add_argument("--lock", help="lock file (default: containers/images.lock, or "
                      "$FWBENCH_IMAGES_LOCK)")

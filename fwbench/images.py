@@ -1,19 +1,26 @@
-"""The framework images: the lock file, digest pinning, and the check a benchmark job makes.
+"""The framework images: the lock files, digest pinning, and the checks a benchmark job makes.
 
-``containers/images.lock`` names, per framework, the image a benchmark job runs in: the repository
-and tag it was pushed under and the ``sha256`` digest that tag resolved to. A digest is written only
-by :func:`pin_images`, which asks the registry (through skopeo, crane or docker); nothing here ever
-invents one. The workflow turns a pinned entry into ``docker://<repository>@sha256:<digest>``, never
-a mutable tag.
+Two kinds of lock name, per framework, the image a benchmark job runs in, by content digest:
 
-Three users of this module:
+- ``containers/images.lock`` (committed): images published to a registry, the repository and tag
+  they were pushed under and the ``sha256`` digest that tag resolved to. A digest is written only
+  by :func:`pin_images`, which asks the registry (skopeo, crane or docker); nothing here ever
+  invents one. An entry becomes ``docker://<repository>@sha256:<digest>``, never a mutable tag.
+- ``containers/build/images.lock`` (this machine's, written by ``make images``): images built
+  here, each with the digest its engine gave (SIF sha256, or image ID) and the file Apptainer
+  runs, named by that digest: a SIF (run in place) or a docker-archive
+  (``docker-archive://<file>``). No registry is involved. While it exists, it is the lock in use.
+
+Four users of this module:
 
 - the workflow at parse time (``rules/common.smk``): :func:`workflow_images` stops with a message
   naming ``make pin-images`` when containers are requested and a digest is missing; the expected
   images go into every trial's settings (:func:`with_images`), so they are job params too;
 - a benchmark job, first thing (``fwbench.trial.run_trial``): :func:`check_runtime` fails unless the
   job runs in the expected image (label file, framework imported from the image, expected version);
-- ``make pin-images`` (``python -m fwbench pin-images``): :func:`pin_images`.
+- ``make pin-images`` (``python -m fwbench pin-images``): :func:`pin_images`;
+- ``make test-containers``, inside each built image: ``python -m fwbench.images check`` (label,
+  framework version against the lock, ``pip check``; :func:`check_image`).
 
 Framework-free: nothing here imports torch or tensorflow.
 """
@@ -39,7 +46,8 @@ import yaml
 from fwbench.errors import FwbenchError
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent
-LOCK_PATH = SOURCE_DIR / "containers" / "images.lock"
+LOCK_PATH = SOURCE_DIR / "containers" / "images.lock"                  # the registry's
+LOCAL_LOCK_PATH = SOURCE_DIR / "containers" / "build" / "images.lock"   # make images
 LOCK_VARIABLE = "FWBENCH_IMAGES_LOCK"       # another lock file (tests, another image set)
 LABEL_VARIABLE = "FWBENCH_IMAGE_LABEL"      # set by the image (Dockerfile ENV / %environment)
 LABEL_PATH = "/opt/fwbench/image.json"      # written into the image at build time
@@ -54,6 +62,13 @@ LOCK_HEADER = """\
 # nobody has resolved that tag yet: runs with --use-singularity stop until it is pinned.
 # Commit this file after pinning; docs/containers.md says how images are built and pushed.
 """
+LOCAL_LOCK_HEADER = """\
+# The images built on this machine by `make images` (containers/build.py): per framework, the
+# content digest the engine gave (the SIF file's sha256, or the Podman/Docker image ID) and the
+# file Apptainer runs (a SIF, or a docker-archive named by that digest). Machine-specific and
+# not committed; while it exists, `snakemake --use-singularity` runs these images instead of
+# the registry's (containers/images.lock). Rebuild with `make images`; never edit by hand.
+"""
 
 
 class ImageError(FwbenchError):
@@ -63,7 +78,15 @@ class ImageError(FwbenchError):
 # --- the lock file ----------------------------------------------------------------------
 
 def default_lock_path() -> Path:
-    """The lock in use: ``$FWBENCH_IMAGES_LOCK`` if set, else ``containers/images.lock``."""
+    """The lock in use: ``$FWBENCH_IMAGES_LOCK`` if set, else the images ``make images`` built
+    here (``containers/build/images.lock``) if any, else the registry's ``containers/images.lock``."""
+    if os.environ.get(LOCK_VARIABLE):
+        return Path(os.environ[LOCK_VARIABLE])
+    return LOCAL_LOCK_PATH if LOCAL_LOCK_PATH.exists() else LOCK_PATH
+
+
+def registry_lock_path() -> Path:
+    """The lock ``make pin-images`` writes: ``$FWBENCH_IMAGES_LOCK`` or ``containers/images.lock``."""
     return Path(os.environ.get(LOCK_VARIABLE) or LOCK_PATH)
 
 
@@ -104,13 +127,17 @@ def _check_lock(lock, path) -> None:
     for framework, entry in (lock.get("images") or {}).items():
         if not entry.get("package") or not entry.get("version"):
             fail(f"`images.{framework}` needs the framework `package` and `version` it holds")
+        if entry.get("file") is not None and (not entry.get("digest") or "/" in entry["file"]
+                                              or not entry["file"].endswith((".sif", ".tar"))):
+            fail(f"`images.{framework}.file` must be a .sif or .tar file name beside the lock, "
+                 f"with a digest, got {entry.get('file')!r}")
 
 
-def write_lock(lock: dict, path: str | os.PathLike) -> None:
+def write_lock(lock: dict, path: str | os.PathLike, header: str = LOCK_HEADER) -> None:
     """Write the lock atomically, with its header comment."""
     path = Path(path)
     _check_lock(lock, path)
-    text = LOCK_HEADER + yaml.safe_dump(lock, sort_keys=False, default_flow_style=False)
+    text = header + yaml.safe_dump(lock, sort_keys=False, default_flow_style=False)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
@@ -126,11 +153,45 @@ def tag_reference(entry: dict) -> str:
     return f"{entry['repository']}:{entry['tag']}"
 
 
-def container_url(entry: dict) -> str:
-    """``docker://repository@sha256:…`` for a pinned entry; :class:`ImageError` if unpinned."""
+def container_url(entry: dict, lock_dir: str | os.PathLike | None = None) -> str:
+    """What Snakemake's ``container:`` gets: ``docker://repository@sha256:…`` for a pinned
+    registry entry; for an image built here, the SIF's path (run in place) or
+    ``docker-archive://<path>`` (Apptainer converts it once). :class:`ImageError` if unpinned."""
     if not entry.get("digest"):
         raise ImageError(f"{tag_reference(entry)} has no digest in the image lock")
+    if entry.get("file"):
+        path = Path(lock_dir or LOCAL_LOCK_PATH.parent).resolve() / entry["file"]
+        return str(path) if entry["file"].endswith(".sif") else f"docker-archive://{path}"
     return f"docker://{entry['repository']}@{entry['digest']}"
+
+
+def archive_digest(path: str | os.PathLike) -> str:
+    """The image ID (config digest) a docker-archive file holds, from its manifest.json."""
+    import tarfile
+
+    try:
+        with tarfile.open(path) as archive:
+            manifest = json.load(archive.extractfile("manifest.json"))
+        config = manifest[0]["Config"]
+    except (OSError, KeyError, IndexError, ValueError, tarfile.TarError) as exc:
+        raise ImageError(f"{path} is not a docker-archive image file ({exc}): run `make images`")
+    return "sha256:" + re.sub(r"^.*?([0-9a-f]{64})(\.json)?$", r"\1", config)
+
+
+def check_image_file(entry: dict, lock_dir: Path) -> None:
+    """An image built here must still be the file its lock names, holding the locked digest
+    (archives are read; a SIF is checked by name and size, hashing it on every start is slow)."""
+    path = lock_dir / entry["file"]
+    if not path.is_file():
+        raise ImageError(f"the image file {path} of the lock {lock_dir / 'images.lock'} is "
+                         "missing: run `make images` again (or remove that lock to use the "
+                         "registry's images)")
+    found = archive_digest(path) if path.suffix == ".tar" else (
+        entry["digest"] if entry["digest"][7:23] in path.name
+        and path.stat().st_size == entry.get("size_bytes", path.stat().st_size) else "changed")
+    if found != entry["digest"]:
+        raise ImageError(f"the image file {path} holds {found}, its lock says {entry['digest']}: "
+                         "run `make images` again")
 
 
 def unpinned(lock: dict, frameworks) -> list[str]:
@@ -151,10 +212,13 @@ def workflow_images(frameworks, *, requested: bool, path=None,
                     environ: dict | None = None) -> dict[str, dict]:
     """The expected image per framework, ``{}`` when containers are not requested.
 
-    Each entry: ``reference`` (``docker://repository@sha256:…``, for ``container:``), ``tag``,
-    ``package`` and ``version``. When requested, every framework needs a digest, or this stops
-    the workflow before any job starts, with a message naming ``make pin-images``. It also
-    makes this work tree's fwbench importable inside the containers (see :func:`export_source`).
+    Each entry: ``reference`` (for ``container:``, see :func:`container_url`), ``digest``,
+    ``engine`` (``registry`` or the engine that built it here), ``tag``, ``package``,
+    ``version`` and the image lock's ``lock_sha256`` when known. When requested, every framework
+    needs a digest, or this stops the workflow before any job starts, with a message naming
+    ``make images`` and ``make pin-images``; an image built here must still be the file its lock
+    names. It also makes this work tree's fwbench importable inside the containers (see
+    :func:`export_source`).
 
     Usage (``rules/common.smk``)::
 
@@ -171,14 +235,22 @@ def workflow_images(frameworks, *, requested: bool, path=None,
                           else f"{f} (no entry)" for f in missing)
         raise ImageError(
             f"containers were requested (--use-singularity) but {path} has no digest for "
-            f"{names}. On a machine that reaches the registry, run `make pin-images` and commit "
-            f"the lock; or run natively, without --use-singularity. docs/containers.md explains "
-            "how the images are built and pushed first.")
+            f"{names}. Build the images here with `make images` (Apptainer, Podman or Docker; "
+            f"no registry needed), or, for images published to a registry, run `make pin-images` "
+            f"and commit the lock; or run natively, without --use-singularity. "
+            "docs/containers.md explains both.")
+    found = {}
+    for framework in frameworks:
+        entry = lock["images"][framework]
+        if entry.get("file"):
+            check_image_file(entry, path.parent)
+        found[framework] = {
+            "reference": container_url(entry, path.parent), "digest": entry["digest"],
+            "engine": entry.get("engine", "registry"), "tag": tag_reference(entry),
+            "package": entry["package"], "version": str(entry["version"]),
+            **({"lock_sha256": entry["lock_sha256"]} if entry.get("lock_sha256") else {})}
     export_source(os.environ if environ is None else environ)
-    return {f: {"reference": container_url(lock["images"][f]),
-                "tag": tag_reference(lock["images"][f]),
-                "package": lock["images"][f]["package"],
-                "version": str(lock["images"][f]["version"])} for f in frameworks}
+    return found
 
 
 def export_source(environ, source: Path = SOURCE_DIR, cwd: Path | None = None) -> None:
@@ -303,17 +375,29 @@ def check_runtime(framework: str, expected_images: Mapping[str, dict] | None,
         if found["version"] != expected["version"]:
             problems.append(f"{expected['package']} is {found['version']}, the lock says "
                             f"{expected['version']}")
+    if expected.get("lock_sha256") and label.get("lock_sha256") != expected["lock_sha256"]:
+        problems.append(f"it was built from another lock (sha256 {label.get('lock_sha256')}, "
+                        f"the image lock says {expected['lock_sha256']})")
     if problems:
         raise ImageError(f"{where}: " + "; ".join(problems))
     reference = expected["reference"]
     _verified = {
-        **container, "reference": reference, "digest": reference.rsplit("@", 1)[1],
+        **container, "reference": reference,
+        "digest": expected.get("digest") or reference.rsplit("@", 1)[1],
+        "engine": expected.get("engine", "registry"),
         "tag": expected["tag"], "framework_path": found["path"],
         "framework_version": found["version"],
-        # Snakemake names the image it pulled after the URL: this ties the file to the digest.
-        "image_file_matches_reference":
-            Path(container["image_file"]).name == image_file_name(reference)}
+        "image_file_matches_reference": image_file_matches(container["image_file"], reference)}
     return {"container": dict(_verified)}
+
+
+def image_file_matches(image_file: str, reference: str) -> bool:
+    """Whether Apptainer ran the file of ``reference``: the SIF itself, or the file Snakemake
+    pulled for the URL (named after it), whose name carries the digest. This ties the file to
+    the digest the trial records."""
+    if "://" not in reference:
+        return Path(image_file).resolve() == Path(reference).resolve()
+    return Path(image_file).name == image_file_name(reference)
 
 
 def _framework_location(framework: str, package: str) -> dict:
@@ -353,7 +437,7 @@ def pin_images(lock_path: str | os.PathLike | None = None,
         report = pin_images()                   # containers/images.lock, registry tool on PATH
         failed = [k for k, r in report.items() if r["error"]]
     """
-    path = Path(lock_path) if lock_path else default_lock_path()
+    path = Path(lock_path) if lock_path else registry_lock_path()
     lock = load_lock(path)
     resolver = resolver or registry_resolver()
     updated = copy.deepcopy(lock)
@@ -447,7 +531,7 @@ def _docker(binary: str) -> Resolver:
 
 def pin_command(lock_path: str | os.PathLike | None = None, resolver: Resolver | None = None) -> int:
     """``make pin-images``: pin, print one line per image, exit 1 if any tag stayed unresolved."""
-    path = Path(lock_path) if lock_path else default_lock_path()
+    path = Path(lock_path) if lock_path else registry_lock_path()
     try:
         report = pin_images(path, resolver)
     except ImageError as exc:
@@ -457,15 +541,71 @@ def pin_command(lock_path: str | os.PathLike | None = None, resolver: Resolver |
     return 1 if any(row["error"] for row in report.values()) else 0
 
 
+def check_image(framework: str, lock_path: str | os.PathLike | None = None,
+                environ: Mapping[str, str] | None = None) -> dict:
+    """Run inside a built image: does it hold what its lock says? Returns what was found,
+    with ``problems`` (empty when it does): the label names this framework, the lock's tag and
+    the lock's file (sha256); the framework's installed version is the lock's and the label's;
+    ``pip check`` passes; the framework imports (in a child process, as a trial's does) and
+    reports that version.
+
+    Usage (``make test-containers``, in each image)::
+
+        python -m fwbench.images check --framework pytorch --lock containers/build/images.lock
+    """
+    path = Path(lock_path) if lock_path else default_lock_path()
+    entry = load_lock(path)["images"][framework]
+    label = read_label(environ) or {}
+    found = _framework_location(framework, entry["package"])
+    pip = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
+    module = MODULES[framework]
+    imported = subprocess.run(
+        [sys.executable, "-c", f"import {module}; print({module}.__version__)"],
+        capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    version = str(entry["version"])
+    result = {"framework": framework, "lock": str(path), "label": {k: label.get(k) for k in (
+        "framework", "image", "package", "version", "variant", "lock_sha256", "python",
+        "base_image", "base_digest")}, "installed": found["version"],
+        "imported": imported.stdout.strip().splitlines()[-1:] or None,
+        "pip_check": (pip.stdout or pip.stderr).strip()}
+    problems = []
+    if not label:
+        problems.append("no label file: not an image built from containers/")
+    if label.get("framework") != framework:
+        problems.append(f"label framework {label.get('framework')!r}")
+    if label.get("image") != tag_reference(entry):
+        problems.append(f"label image {label.get('image')!r}, the lock {tag_reference(entry)!r}")
+    if entry.get("lock_sha256") and label.get("lock_sha256") != entry["lock_sha256"]:
+        problems.append("built from another requirements lock than the image lock names")
+    if found["error"] or found["version"] != version or label.get("version") != version:
+        problems.append(f"{entry['package']} installed {found['version']}, label "
+                        f"{label.get('version')}, lock {version} {found['error'] or ''}".strip())
+    if pip.returncode != 0:
+        problems.append(f"pip check failed: {result['pip_check'][:300]}")
+    if imported.returncode != 0 or not (result["imported"] or [""])[0].startswith(version):
+        problems.append(f"import {module} gave {imported.stdout[-200:]}{imported.stderr[-300:]}")
+    return {**result, "problems": problems}
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m fwbench.images pin [--lock PATH]``."""
+    """``python -m fwbench.images pin [--lock PATH]`` and, inside an image,
+    ``python -m fwbench.images check --framework F [--lock PATH]``."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m fwbench.images", description=main.__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     pin = commands.add_parser("pin", help="resolve every tag in the lock to its digest")
     pin.add_argument("--lock", help=f"lock file (default ${LOCK_VARIABLE} or {LOCK_PATH})")
+    check = commands.add_parser("check", help="inside an image: label, version, pip check")
+    check.add_argument("--framework", required=True, choices=sorted(MODULES))
+    check.add_argument("--lock", help="image lock (default: the one the workflow would use)")
     args = parser.parse_args(argv)
+    if args.command == "check":
+        found = check_image(args.framework, args.lock)
+        print(json.dumps(found, indent=1))
+        for problem in found["problems"]:
+            print(f"fwbench: {args.framework} image: {problem}", file=sys.stderr)
+        return 1 if found["problems"] else 0
     return pin_command(args.lock)
 
 

@@ -53,8 +53,23 @@ def test_shipped_lock_is_valid_and_pins_nothing_it_did_not_resolve():
     assert set(lock["images"]) == {"pytorch", "tensorflow"}
     for framework, entry in lock["images"].items():
         pins = (REPO / entry["lock"]).read_text()
-        assert f"\n{entry['package']}=={entry['version']}\n" in pins, framework
-        assert framework in entry["lock"]
+        assert re.search(rf"\n{entry['package']}=={entry['version']} --hash=sha256:[0-9a-f]{{64}}\n",
+                         pins), framework
+        assert entry["lock"] == f"containers/{framework}/requirements-cuda.lock"
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
+def test_every_image_lock_line_is_an_exact_pin_with_its_wheel_hash(framework):
+    for variant in ("cuda", "cpu"):
+        lines = [line for line in (REPO / "containers" / framework /
+                                   f"requirements-{variant}.lock").read_text().splitlines()
+                 if line and not line.startswith("#")]
+        assert lines and all(re.fullmatch(r"[a-z0-9.-]+==\S+ --hash=sha256:[0-9a-f]{64}", line)
+                             for line in lines), (framework, variant)
+    cpu = (REPO / "containers" / "tensorflow" / "requirements-cpu.lock").read_text()
+    cuda = (REPO / "containers" / "tensorflow" / "requirements-cuda.lock").read_text()
+    assert "\ntensorflow-cpu==2.21.0 " in cpu and "nvidia-" not in cpu.replace("nvidia-ml-py", "")
+    assert "\ntensorflow==2.21.0 " in cuda and "\nnvidia-cudnn-cu12==" in cuda
 
 
 def test_image_locks_match_the_tested_native_environment():
@@ -70,30 +85,45 @@ def test_dockerfile_and_apptainer_definition_build_the_same_image(framework):
     dockerfile, definition = (folder / "Dockerfile").read_text(), \
         (folder / f"{framework}.def").read_text()
     for text in (dockerfile, definition):
-        assert f"{framework}/requirements.lock" in text
-        assert "--no-deps --requirement /opt/fwbench/requirements.lock" in text
+        assert "--no-deps --require-hashes --no-compile $from" in text
+        assert "--requirement /opt/fwbench/requirements.lock" in text
+        assert '--no-index --find-links /mnt"' in text                 # the wheelhouse
+        assert "--invalidation-mode unchecked-hash" in text
         assert f"write_label.py --framework {framework}" in text
         assert "FWBENCH_IMAGE_LABEL=/opt/fwbench/image.json" in text
         assert "PYTHONNOUSERSITE=1" in text
     assert "FROM ${BASE_IMAGE}" in dockerfile and "From: {{ BASE_IMAGE }}" in definition
+    assert f"COPY {framework}/requirements-${{VARIANT}}.lock /opt/fwbench/requirements.lock" \
+        in dockerfile
+    assert f"{framework}/requirements-{{{{ VARIANT }}}}.lock /opt/fwbench/requirements.lock" \
+        in definition
+    for argument in ("BASE_IMAGE", "PYTHON", "VARIANT", "INDEX_URL", "SOURCE_DATE_EPOCH"):
+        assert f"ARG {argument}" in dockerfile and f"    {argument}=" in definition, argument
+    assert '"${PYTHON}" -m venv /opt/venv' in dockerfile
+    assert '"{{ PYTHON }}" -m venv /opt/venv' in definition
 
 
 def test_label_writer_records_what_the_job_checks(tmp_path):
     out = tmp_path / "image.json"
+    lock = REPO / "containers" / "pytorch" / "requirements-cpu.lock"
     subprocess.run([sys.executable, str(REPO / "containers" / "write_label.py"),
-                    "--framework", "pytorch", "--package", "torch",
+                    "--framework", "pytorch", "--variant", "cpu",
                     "--image", "example.org/fwbench-pytorch:t1", "--base", f"python@{_digest('b')}",
-                    "--lock", str(REPO / "containers" / "pytorch" / "requirements.lock"),
-                    "--builder", "docker", "--out", str(out)], check=True, capture_output=True)
+                    "--lock", str(lock), "--builder", "dockerfile", "--out", str(out)],
+                   check=True, capture_output=True, env={**os.environ, "SOURCE_DATE_EPOCH": "86400"})
     label = json.loads(out.read_text())
     assert label["framework"] == "pytorch" and label["image"] == "example.org/fwbench-pytorch:t1"
     assert label["prefix"] == sys.prefix and label["site_packages"] == sysconfig.get_paths()["purelib"]
     assert label["version"] == "2.14.1" and any(p.startswith("torch==") for p in label["pip_freeze"])
+    assert label["package"] == "torch" and label["variant"] == "cpu"
+    assert label["base_digest"] == _digest("b")
+    assert label["lock_sha256"] == hashlib.sha256(lock.read_bytes()).hexdigest()
+    assert label["source_date"] == "1970-01-02T00:00:00+00:00"      # not the clock: reproducible
     bad = subprocess.run([sys.executable, str(REPO / "containers" / "write_label.py"),
-                          "--framework", "pytorch", "--package", "torch", "--image", "x/y:t",
-                          "--base", "python:3.11", "--builder", "docker", "--out", str(out)],
+                          "--framework", "pytorch", "--variant", "cpu", "--image", "x/y:t",
+                          "--base", "python:3.11", "--builder", "dockerfile", "--out", str(out)],
                          capture_output=True, text=True)
-    assert bad.returncode != 0 and "pinned by digest" in bad.stderr
+    assert bad.returncode != 0 and "the base must be pinned" in bad.stderr
 
 
 def test_profile_passes_nv_cleanenv_caches_and_serialises_gpu_jobs():
@@ -177,7 +207,8 @@ def test_workflow_images_stop_on_a_missing_digest_and_name_the_command(tmp_path)
     lock = tmp_path / "images.lock"
     _write_lock(lock, {"pytorch": _digest("p")})
     assert images.workflow_images(["pytorch", "tensorflow"], requested=False, path=lock) == {}
-    with pytest.raises(images.ImageError, match=r"no digest for tensorflow .*make pin-images"):
+    with pytest.raises(images.ImageError,
+                       match=r"no digest for tensorflow .*make images.*make pin-images"):
         images.workflow_images(["pytorch", "tensorflow"], requested=True, path=lock, environ={})
     environ = {}
     expected = images.workflow_images(["pytorch"], requested=True, path=lock, environ=environ)
