@@ -7,6 +7,7 @@ that names Sampler.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -266,7 +267,7 @@ def test_the_sampler_exits_when_its_parent_goes(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "fwbench.telemetry.process"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     config = {"period_s": PERIOD_S, "pid": None, "gpu_uuids": [], "nice": 0, "nvml": None,
-              "tmp_csv": str(tmp)}
+              "powercap_root": str(tmp_path / "no-powercap"), "tmp_csv": str(tmp)}
     proc.stdin.write((json.dumps(config) + "\n").encode())
     proc.stdin.flush()
     assert json.loads(proc.stdout.readline())["event"] == "ready"
@@ -350,7 +351,7 @@ MARKERS = {"cold_start": 50_000_000, "warmup": 500_000_000, "measure": 1_000_000
 def test_summary_prefers_the_counter_read_at_the_markers():
     readings = {"warmup": {"GPU-x": 1_000}, "measure": {"GPU-x": 101_000},
                 "end": {"GPU-x": 401_000}}
-    idle = {"power_w": 50.0}
+    idle = {"gpus": {"GPU-x": {"power_w": 50.0, "energy_counter_update_s": 0.02}}}
     s = summarize_phases(synthetic_rows(), MARKERS, readings, batch_size=10, iterations=30,
                          warmup_iterations=5, idle=idle)
     measure_, warmup = s["phases"]["measure"], s["phases"]["warmup"]
@@ -364,9 +365,15 @@ def test_summary_prefers_the_counter_read_at_the_markers():
     assert measure_["gpu_temp_start_c"] == 49 and measure_["gpu_temp_max_c"] == 64
     assert measure_["clock_event_reasons"] == ["hw_thermal_slowdown"]
     assert measure_["cpu_util_mean_pct"] == 50.0 and measure_["proc_rss_max_bytes"] == 2**30
-    # cold start: no marker reading, shorter than a period; the sampled counter covers it.
-    assert s["phases"]["cold_start"]["energy_source"] == "counter_sampled"
-    assert s["phases"]["cold_start"]["energy_j"] == pytest.approx(200.0 * 0.45, rel=1e-6)
+    # cold start: no marker reading, so the sampled counter, whose resolution is the 0.1 s
+    # period: 0.45 s is under 10 periods, so its energy is flagged, not reported.
+    cold = s["phases"]["cold_start"]
+    assert cold["energy_source"] == "counter_sampled" and cold["energy_j"] is None
+    assert cold["energy_per_sample_j"] is None and cold["energy_above_idle_j"] is None
+    assert list(s["energy_flags"]) == ["cold_start"]
+    assert "0.450 s is shorter than 10 updates of counter_sampled" in s["energy_flags"]["cold_start"]
+    assert s["energy_counter_update_s"] == 0.02
+    assert s["energy_counter_update_source"].startswith("measured")
 
 
 def test_summary_falls_back_to_sampled_counter_then_integrated_power():
@@ -397,7 +404,92 @@ def test_measure_idle():
     assert idle["power_w"] == 250.0 and idle["n_samples"] == 4
     assert idle["gpus"][fake_nvml.UUID_A] == {"power_w": 250.0,
                                               "power_field": "gpu_power_instant_mw",
-                                              "temp_c": 40.0}
+                                              "temp_c": 40.0, "energy_counter_update_s": 0.0,
+                                              "context_held": False}
+    # The fake GPU is no CUDA device: no context could be held, and the result says why.
+    assert idle["context"]["held"] == [] and idle["context"]["reason"]
+
+
+def test_idle_is_measured_with_a_context_held_on_each_gpu():
+    """The context holder is injectable: the fake NVML cannot make a CUDA context, so a fake
+    holder records which GPUs it was asked for and that every sample was taken inside it."""
+    entered = []
+
+    @contextlib.contextmanager
+    def holder(uuids):
+        state = {"method": "fake", "held": list(uuids), "reason": None}
+        entered.append(list(uuids))
+        yield state
+        state["samples_inside"] = "taken"
+
+    idle = measure_idle(0.2, period_s=0.1, nvml=fake_nvml.two_gpus, hold_context=holder,
+                        counter_probe_s=0)
+    assert entered == [[fake_nvml.UUID_A, fake_nvml.UUID_B]]
+    assert idle["context"] == {"method": "fake", "held": [fake_nvml.UUID_A, fake_nvml.UUID_B],
+                               "reason": None, "samples_inside": "taken"}
+    assert {u: g["context_held"] for u, g in idle["gpus"].items()} == {
+        fake_nvml.UUID_A: True, fake_nvml.UUID_B: True}
+    assert {u: g["power_w"] for u, g in idle["gpus"].items()} == {
+        fake_nvml.UUID_A: 100.0, fake_nvml.UUID_B: 300.0}
+
+
+def test_without_a_cuda_driver_idle_says_no_context_was_held():
+    from fwbench.telemetry.cuda_context import hold_cuda_contexts
+
+    with hold_cuda_contexts([fake_nvml.UUID_A]) as state:  # no such GPU, here or anywhere
+        assert state["held"] == []
+        assert "idle measured without a CUDA context" in state["reason"] or (
+            "CUDA does not see" in state["reason"])
+    with hold_cuda_contexts([]) as state:
+        assert state["reason"].startswith("no GPU to hold a context on")
+
+
+def test_idle_measures_how_often_the_energy_counter_updates():
+    idle = measure_idle(0.1, period_s=0.1, nvml=fake_nvml.counter_every_50ms,
+                        counter_probe_s=0.6)
+    assert 0.04 <= idle["gpus"][fake_nvml.UUID_A]["energy_counter_update_s"] <= 0.07
+
+
+def one_gpu_rows(uuid, power_w=200.0, seconds=3.0):
+    return [{**r, "gpu_uuid": uuid} if r["device"] == "gpu" else r
+            for r in synthetic_rows(power_w=power_w, seconds=seconds)]
+
+
+def test_energy_above_idle_subtracts_only_the_trials_gpus():
+    """Idle: GPU A 100 W, GPU B 300 W. A trial on A subtracts 100 W, not the machine's 400."""
+    idle = {"power_w": 400.0, "context": {"held": [fake_nvml.UUID_A, fake_nvml.UUID_B]},
+            "gpus": {fake_nvml.UUID_A: {"power_w": 100.0, "energy_counter_update_s": 0.05},
+                     fake_nvml.UUID_B: {"power_w": 300.0, "energy_counter_update_s": 0.05}}}
+    rows = one_gpu_rows(fake_nvml.UUID_A)
+    s = summarize_phases(rows, MARKERS, None, 10, 30, idle=idle)
+    measure_ = s["phases"]["measure"]
+    assert measure_["energy_j"] == pytest.approx(300.0, rel=1e-3)
+    assert measure_["energy_above_idle_j"] == pytest.approx(300.0 - 100.0 * 1.5, rel=1e-3)
+    assert s["idle_gpu_power_w"] == 100.0 and s["idle_note"] is None
+    assert s["idle_context_held"] == [fake_nvml.UUID_A, fake_nvml.UUID_B]
+    # A GPU the baseline did not read: no subtraction, and the reason.
+    other = summarize_phases(one_gpu_rows("GPU-c"), MARKERS, None, 10, 30, idle=idle)
+    assert other["phases"]["measure"]["energy_above_idle_j"] is None
+    assert other["idle_note"] == "the idle baseline has no power for GPU-c"
+    assert other["energy_counter_update_source"].startswith("assumed")
+
+
+def test_energy_is_reported_only_over_windows_the_counter_resolves():
+    readings = {m: {"GPU-x": 1_000 + 200 * t // 1_000_000} for m, t in MARKERS.items()}
+    idle = {"gpus": {"GPU-x": {"power_w": 50.0, "energy_counter_update_s": 0.1}}}
+    s = summarize_phases(synthetic_rows(), MARKERS, readings, 10, 30, idle=idle)
+    # counter at the markers, updated every 0.1 s: at least 1 s. Cold start (0.45 s) and
+    # warm-up (0.5 s) are flagged; the measure phase (1.5 s) is reported.
+    assert sorted(s["energy_flags"]) == ["cold_start", "warmup"]
+    assert "(0.1 s each, 1 s)" in s["energy_flags"]["warmup"]
+    assert s["phases"]["warmup"]["energy_j"] is None
+    assert s["phases"]["warmup"]["energy_source"] == "counter_at_markers"
+    assert s["phases"]["measure"]["energy_j"] == 300.0
+    # Integrated over the 1-second averaged power reading: 10 s needed, so nothing is reported.
+    averaged = summarize_phases(synthetic_rows(energy=False, instant=False), MARKERS)
+    assert averaged["phases"]["measure"]["energy_source"] == "integrated_power"
+    assert averaged["phases"]["measure"]["energy_j"] is None
+    assert "(1 s each, 10 s)" in averaged["energy_flags"]["measure"]
 
 
 class FakeClock:

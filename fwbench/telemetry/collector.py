@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fwbench.telemetry.gpu import GpuReader, NvmlSpec
 from fwbench.telemetry.host import HostReader
+from fwbench.telemetry.rapl import POWERCAP_ROOT
 
 
 class Collector:
@@ -17,8 +18,8 @@ class Collector:
     """
 
     def __init__(self, *, pid: int | None = None, gpu_uuids: list[str] | None = None,
-                 nvml: NvmlSpec = None):
-        self.host = HostReader(pid)
+                 nvml: NvmlSpec = None, powercap_root: str = POWERCAP_ROOT):
+        self.host = HostReader(pid, powercap_root=powercap_root)
         self.gpus = GpuReader(gpu_uuids, nvml=nvml)
 
     def open(self) -> Collector:

@@ -61,6 +61,10 @@ HOST = (
     Column("cpu_iowait_pct", "%", "all cores: share of time idle while waiting for I/O"),
     Column("cpu_temp_c", "°C", "hottest CPU package sensor psutil exposes (sidecar names it)"),
     Column("host_mem_used_bytes", "B", "psutil.virtual_memory().used"),
+    Column("cpu_package_energy_mj", "mJ", "RAPL package energy (all sockets) since the sampler "
+           "started, wraparound corrected; differences give a phase's CPU energy"),
+    Column("cpu_dram_energy_mj", "mJ", "RAPL DRAM energy (all sockets) since the sampler "
+           "started, where the CPU measures it"),
     Column("proc_rss_bytes", "B", "resident memory of the watched process and its children"),
     Column("proc_count", "count", "the watched process and its live children"),
 )

@@ -402,6 +402,34 @@ def read_energy_mj(uuids: list[str], *, nvml: NvmlSpec = None) -> dict[str, int 
     return out
 
 
+def counter_update_s(nvml, handles: dict[str, Any], duration_s: float = 1.0,
+                     clock: Callable[[], int] = time.perf_counter_ns) -> dict[str, float | None]:
+    """How often each GPU's energy counter changes: the median time between changes seen while
+    reading it back to back for ``duration_s`` (None with fewer than two intervals seen).
+
+    A phase's counter difference is stale by up to this period at each end, so energy is
+    reported only over windows many periods long (``summary.ENERGY_WINDOW_UPDATES``).
+    """
+    changes: dict[str, list[int]] = {uuid: [] for uuid in handles}
+    last: dict[str, int] = {}
+    end = clock() + duration_s * 1e9
+    while clock() < end:
+        for uuid, handle in handles.items():
+            try:
+                value = nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+            except nvml.NVMLError:
+                continue
+            t = clock()
+            if uuid in last and value != last[uuid]:
+                changes[uuid].append(t)
+            last[uuid] = value
+    out: dict[str, float | None] = {}
+    for uuid, times in changes.items():
+        steps = sorted(b - a for a, b in zip(times, times[1:]))
+        out[uuid] = round(steps[len(steps) // 2] / 1e9, 4) if len(steps) >= 2 else None
+    return out
+
+
 def visible_gpu_uuids(cuda_visible_devices: str | None = None, *,
                       nvml: NvmlSpec = None) -> list[str]:
     """UUIDs of the GPUs a CUDA process sees under ``CUDA_VISIBLE_DEVICES`` (default: the

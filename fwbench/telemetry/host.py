@@ -1,5 +1,6 @@
 """Host readings through psutil: CPU utilization per core and in total, steal and iowait,
-CPU temperature where the machine exposes a sensor, and the watched process's memory."""
+CPU temperature where the machine exposes a sensor, the watched process's memory, and CPU
+package and DRAM energy from RAPL where the kernel offers it (``rapl``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 import psutil
 
 from fwbench.telemetry.columns import core_column
+from fwbench.telemetry.rapl import POWERCAP_ROOT, RaplReader
 
 # hwmon chips that measure the CPU package, in order of preference; others (acpitz, nvme, ...)
 # are not the CPU and are never used as its temperature.
@@ -46,8 +48,10 @@ class HostReader:
         row = host.read()   # {"cpu_util_pct": ..., "cpu0_util_pct": ..., "proc_rss_bytes": ...}
     """
 
-    def __init__(self, pid: int | None = None, *, children_refresh_s: float = 1.0):
+    def __init__(self, pid: int | None = None, *, children_refresh_s: float = 1.0,
+                 powercap_root: str | os.PathLike = POWERCAP_ROOT):
         self.pid = pid
+        self.rapl = RaplReader(powercap_root)
         self.children_refresh_s = children_refresh_s
         self.n_cores = psutil.cpu_count() or 1
         self.unavailable: dict[str, str] = {}
@@ -66,6 +70,8 @@ class HostReader:
             self.sensor, reason = find_cpu_sensor(_read_sensors())
             if reason:
                 self.unavailable["cpu_temp_c"] = reason
+        self.rapl.open()
+        self.unavailable.update(self.rapl.unavailable)
         self.watch(self.pid)
 
     def watch(self, pid: int | None) -> None:
@@ -85,6 +91,7 @@ class HostReader:
         row.update(self._cpu())
         row["cpu_temp_c"] = self.temperature()
         row["host_mem_used_bytes"] = psutil.virtual_memory().used
+        row.update(self.rapl.read())
         row.update(self._process_memory(row["t_ns"]))
         return row
 
@@ -139,7 +146,7 @@ class HostReader:
 
     def report(self) -> dict:
         return {"cpu": {"cores": self.n_cores, "temp_sensor": self.sensor, "pid": self.pid,
-                        **self.notes},
+                        "rapl": self.rapl.report(), **self.notes},
                 "unavailable": dict(self.unavailable)}
 
 

@@ -6,30 +6,42 @@ import time
 from collections.abc import Callable
 
 from fwbench.telemetry.collector import Collector
-from fwbench.telemetry.gpu import NvmlSpec
+from fwbench.telemetry.cuda_context import ContextHolder, hold_cuda_contexts
+from fwbench.telemetry.gpu import NvmlSpec, counter_update_s
+from fwbench.telemetry.rapl import COLUMNS as RAPL_COLUMNS, POWERCAP_ROOT
 
 
 def measure_idle(duration_s: float = 2.0, *, period_s: float = 0.1,
-                 gpu_uuids: list[str] | None = None, nvml: NvmlSpec = None) -> dict:
-    """Mean power and temperature with nothing running, sampled in this process.
+                 gpu_uuids: list[str] | None = None, nvml: NvmlSpec = None,
+                 hold_context: ContextHolder = hold_cuda_contexts, counter_probe_s: float = 1.0,
+                 powercap_root: str = POWERCAP_ROOT) -> dict:
+    """Power and temperature with nothing running, sampled in this process, per GPU.
 
-    Take it before the trial (and before the sampler starts): it is the baseline for
-    ``energy_above_idle_j`` and for ``wait_for_idle_temperature``. Usage::
+    It is the baseline for ``energy_above_idle_j`` (a trial subtracts its own GPUs' idle power
+    only) and for ``wait_for_idle_temperature``. A CUDA context is held on every GPU read while
+    sampling (``hold_context``), because a trial holds one and a GPU with a context idles
+    higher; ``context`` says whether it could be. Then each GPU's energy counter is read back to
+    back for ``counter_probe_s`` to measure how often it updates. CPU package and DRAM idle
+    power come from RAPL where the kernel offers it. Usage::
 
         idle = measure_idle(2.0, gpu_uuids=uuids)
-        idle["power_w"], idle["gpus"]["GPU-..."]["temp_c"], idle["cpu_temp_c"]
+        idle["gpus"]["GPU-..."]["power_w"], idle["context"]["held"], idle["cpu_temp_c"]
     """
     rows = []
-    with Collector(gpu_uuids=gpu_uuids, nvml=nvml) as collector:
-        t0 = time.perf_counter_ns()
-        slot = 0
-        while True:
-            rows += collector.sample(slot)
-            slot += 1
-            due = t0 + round(slot * period_s * 1e9)
-            if due - t0 > duration_s * 1e9:
-                break
-            time.sleep(max(due - time.perf_counter_ns(), 0) / 1e9)
+    with Collector(gpu_uuids=gpu_uuids, nvml=nvml, powercap_root=powercap_root) as collector:
+        devices = collector.gpus.devices
+        with hold_context([d.uuid for d in devices]) as context:
+            t0 = time.perf_counter_ns()
+            slot = 0
+            while True:
+                rows += collector.sample(slot)
+                slot += 1
+                due = t0 + round(slot * period_s * 1e9)
+                if due - t0 > duration_s * 1e9:
+                    break
+                time.sleep(max(due - time.perf_counter_ns(), 0) / 1e9)
+            updates = (counter_update_s(collector.gpus.nvml, {d.uuid: d.handle for d in devices},
+                                        counter_probe_s) if devices and counter_probe_s else {})
         report = collector.report()
     host = [r for r in rows if r["device"] == "cpu"]
     gpus = {}
@@ -41,20 +53,37 @@ def measure_idle(duration_s: float = 2.0, *, period_s: float = 0.1,
             "power_w": None if power is None else round(power / 1000.0, 3),
             "power_field": field,
             "temp_c": _mean([r["gpu_temp_c"] for r in mine if r.get("gpu_temp_c") is not None]),
+            "energy_counter_update_s": updates.get(info["uuid"]),
+            "context_held": info["uuid"] in context["held"],
         }
     powers = [g["power_w"] for g in gpus.values()]
     return {
         "t_ns": t0,
         "duration_s": round((rows[-1]["t_ns"] - t0) / 1e9, 3),
         "n_samples": len(host),
+        # All GPUs together, for a reader; a trial subtracts only its own GPUs' power_w.
         "power_w": round(sum(powers), 3) if powers and None not in powers else None,
         "gpus": gpus,
+        "context": context,
+        **_rapl_power(host),
         "cpu_temp_c": _mean([r["cpu_temp_c"] for r in host if r.get("cpu_temp_c") is not None]),
         "cpu_util_pct": _mean([r["cpu_util_pct"] for r in host[1:]
                                if r.get("cpu_util_pct") is not None]),
         "unavailable": {k: v for k, v in report["unavailable"].items()
                         if k != "proc_rss_bytes"},
     }
+
+
+def _rapl_power(host: list[dict]) -> dict:
+    """Mean CPU package and DRAM power over the idle window, from RAPL's counters."""
+    out = {}
+    for column in RAPL_COLUMNS.values():
+        series = [(r["t_ns"], r[column]) for r in host if r.get(column) is not None]
+        power = None
+        if len(series) >= 2 and series[-1][0] > series[0][0]:
+            power = round((series[-1][1] - series[0][1]) / (series[-1][0] - series[0][0]) * 1e6, 3)
+        out[column.replace("_energy_mj", "_power_w")] = power
+    return out
 
 
 def wait_for_idle_temperature(within_c: float, timeout_s: float, *, idle: dict | None,

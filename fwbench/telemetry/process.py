@@ -46,7 +46,7 @@ def _run(config: dict, commands: _LineReader, events) -> int:
         os.nice(config["nice"])
     period_ns = round(config["period_s"] * 1e9)
     collector = Collector(pid=config["pid"], gpu_uuids=config["gpu_uuids"],
-                          nvml=config["nvml"]).open()
+                          nvml=config["nvml"], powercap_root=config["powercap_root"]).open()
     with open(config["tmp_csv"], "w", newline="") as f:
         names = header(collector.host.n_cores)
         writer = csv.DictWriter(f, fieldnames=names, restval="", extrasaction="raise")

@@ -23,6 +23,7 @@ from pathlib import Path
 from fwbench.errors import FwbenchError
 from fwbench.telemetry.columns import SCHEMA_VERSION, describe
 from fwbench.telemetry.gpu import NvmlSpec
+from fwbench.telemetry.rapl import POWERCAP_ROOT
 
 SAMPLING_PERIOD_S = 0.1
 SAMPLER_NICE = 10
@@ -48,6 +49,7 @@ class Sampler:
         pid: process whose memory is read (it and its children); may be set later by ``watch``.
         gpu_uuids: GPUs to read, by NVML UUID (``GPU-...``); None reads all, [] none.
         nvml: a ``"module:factory"`` returning a pynvml-like module (tests); None uses pynvml.
+        powercap_root: where RAPL's counters are (tests pass a tmp tree).
 
     Usage::
 
@@ -65,6 +67,7 @@ class Sampler:
     def __init__(self, out_csv: str | os.PathLike, *, period_s: float = SAMPLING_PERIOD_S,
                  pid: int | None = None, gpu_uuids: list[str] | None = None,
                  nice: int = SAMPLER_NICE, nvml: NvmlSpec = None,
+                 powercap_root: str | os.PathLike = POWERCAP_ROOT,
                  ready_timeout_s: float = 60.0, stop_timeout_s: float = 30.0):
         if not period_s > 0:
             raise ValueError(f"period_s must be > 0 seconds, got {period_s!r}")
@@ -73,7 +76,7 @@ class Sampler:
                              f"process can import, got {nvml!r}")
         self.out_csv = Path(out_csv)
         self.config = {"period_s": period_s, "pid": pid, "gpu_uuids": gpu_uuids,
-                       "nice": nice, "nvml": nvml}
+                       "nice": nice, "nvml": nvml, "powercap_root": str(powercap_root)}
         self.ready_timeout_s, self.stop_timeout_s = ready_timeout_s, stop_timeout_s
         self.ready: dict | None = None
         self.meta: dict | None = None

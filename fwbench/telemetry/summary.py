@@ -1,9 +1,13 @@
 """Per-phase summaries of a telemetry side file, for the trial result's "telemetry" field.
 
 Phases are the spans between the harness's markers (``markers_ns``, same clock as ``t_ns``):
-cold_start → warmup → measure → end. Energy comes, in order of preference, from the NVML energy
-counter read by the harness at the markers, from the counter as sampled, or from integrating
-power over time; ``energy_source`` says which.
+cold_start → warmup → measure → end. GPU energy comes, in order of preference, from the NVML
+energy counter read by the harness at the markers, from the counter as sampled, or from
+integrating power over time; ``energy_source`` says which. CPU energy comes from RAPL's counters
+as sampled. Either is reported only over a window of at least ``ENERGY_WINDOW_UPDATES`` updates
+of the reading it rests on (a reading is stale by up to one update at each end, so the error is
+at most about one update's energy: 10 % at 10 updates); a shorter window is flagged with the
+reason. Energy above idle subtracts the idle power of the trial's own GPUs only.
 """
 
 from __future__ import annotations
@@ -15,7 +19,17 @@ import os
 from collections import defaultdict
 
 from fwbench.telemetry.columns import SCHEMA_VERSION, decode_clock_event_reasons
+from fwbench.telemetry.rapl import COLUMNS as RAPL_COLUMNS, UPDATE_S as RAPL_UPDATE_S
 from fwbench.telemetry.sampler import sidecar_path
+
+ENERGY_WINDOW_UPDATES = 10
+# NVML's energy counter updates on a period of its own; measure_idle measures it per GPU. When
+# a trial's idle baseline has no measurement, this is assumed: the 100 ms update of the power
+# readings that Yang et al. (SC24, "Accurate and convenient energy measurements for GPUs")
+# measured on A100 and H100.
+ASSUMED_COUNTER_UPDATE_S = 0.1
+# nvmlDeviceGetPowerUsage on Ampere and newer: a 1-second moving average.
+AVERAGED_POWER_S = 1.0
 
 PHASES = (("cold_start", "cold_start", "warmup"),
           ("warmup", "warmup", "measure"),
@@ -81,8 +95,12 @@ def summarize_phases(samples, markers_ns: dict[str, int],
     uuids = sorted({r["gpu_uuid"] for r in gpu})
     power_field = _power_field(gpu)
     power = _power_series(gpu, uuids, power_field)
+    period_s = meta.get("period_s") if meta else _median_step_s(host)
+    update_s, update_source = _counter_update_s(idle, uuids)
+    idle_w, idle_note = _idle_gpu_power(idle, uuids)
+    rapl = [c for c in RAPL_COLUMNS.values() if any(r.get(c) is not None for r in host)]
     counts = {"cold_start": 1, "warmup": warmup_iterations, "measure": iterations}
-    phases = {}
+    phases, flags, cpu_flags = {}, {}, {}
     phase_marks = PHASES if "blocks" in markers_ns else PHASES[:2] + _NO_BLOCKS
     for name, start_key, end_key in phase_marks:
         if start_key not in markers_ns or end_key not in markers_ns:
@@ -94,18 +112,111 @@ def summarize_phases(samples, markers_ns: dict[str, int],
             phase.update(_gpu_phase(gpu, uuids, power, power_field, start, end))
             phase.update(_energy(gpu, uuids, power, energy_readings, start_key, end_key,
                                  start, end))
-            phase.update(_per_sample(phase, batch_size, counts.get(name), idle))
+            resolution = _resolution_s(phase["energy_source"], update_s, period_s, power_field)
+            flag = _short_window(phase, resolution)
+            if flag:
+                flags[name] = flag
+                phase["energy_j"] = None
+            phase.update(_per_sample(phase, batch_size, counts.get(name), idle_w))
         phase.update(_cpu_phase(host, start, end))
+        if rapl:
+            cpu, flag = _cpu_energy(host, rapl, start, end, phase["duration_s"], period_s, idle)
+            phase.update(cpu)
+            if flag:
+                cpu_flags[name] = flag
         phases[name] = _rounded(phase)
-    return {
+    out = {
         "schema_version": SCHEMA_VERSION,
-        "period_s": meta.get("period_s") if meta else None,
+        "period_s": period_s,
         "gpus": uuids,
         "power_field": power_field if uuids else None,
         "unavailable": meta.get("unavailable", {}) if meta else {},
         "idle": idle,
         "phases": phases,
     }
+    if uuids:
+        out.update({
+            "energy_window_updates": ENERGY_WINDOW_UPDATES,
+            "energy_counter_update_s": update_s,
+            "energy_counter_update_source": update_source,
+            "energy_flags": flags,
+            "idle_gpu_power_w": idle_w,
+            "idle_note": idle_note,
+            "idle_context_held": ((idle or {}).get("context") or {}).get("held"),
+        })
+    if rapl:
+        out["cpu_energy_flags"] = cpu_flags
+    return out
+
+
+def _median_step_s(host) -> float | None:
+    """The sampling period, from the host rows, when no sidecar gives it."""
+    steps = sorted(b["t_ns"] - a["t_ns"] for a, b in zip(host, host[1:]))
+    return steps[len(steps) // 2] / 1e9 if steps else None
+
+
+def _counter_update_s(idle, uuids) -> tuple[float, str]:
+    """The slowest update period of the trial GPUs' energy counters, and where it comes from."""
+    gpus = (idle or {}).get("gpus") or {}
+    measured = [gpus.get(u, {}).get("energy_counter_update_s") for u in uuids]
+    if measured and None not in measured:
+        return max(measured), "measured at idle (measure_idle)"
+    return ASSUMED_COUNTER_UPDATE_S, (
+        "assumed: the idle baseline measured no update period for "
+        + ", ".join(u for u, m in zip(uuids, measured) if m is None))
+
+
+def _idle_gpu_power(idle, uuids) -> tuple[float | None, str | None]:
+    """Idle power of the trial's own GPUs (not every GPU of the machine), or why there is none."""
+    if not idle:
+        return None, "no idle baseline"
+    gpus = idle.get("gpus") or {}
+    missing = [u for u in uuids if (gpus.get(u) or {}).get("power_w") is None]
+    if missing:
+        return None, f"the idle baseline has no power for {', '.join(missing)}"
+    return sum(gpus[u]["power_w"] for u in uuids), None
+
+
+def _resolution_s(source, update_s, period_s, power_field) -> float | None:
+    """How finely the energy reading behind ``source`` resolves time."""
+    period_s = period_s or 0.0
+    if source == "counter_at_markers":
+        return update_s
+    if source == "counter_sampled":
+        return max(update_s, period_s)
+    if source == "integrated_power":
+        return max(period_s, AVERAGED_POWER_S if power_field == "gpu_power_mw" else 0.0)
+    return None
+
+
+def _short_window(phase, resolution) -> str | None:
+    if phase.get("energy_j") is None or resolution is None:
+        return None
+    need = ENERGY_WINDOW_UPDATES * resolution
+    if phase["duration_s"] >= need:
+        return None
+    return (f"{phase['duration_s']:.3f} s is shorter than {ENERGY_WINDOW_UPDATES} updates of "
+            f"{phase['energy_source']} ({resolution:g} s each, {need:g} s): energy not reported")
+
+
+def _cpu_energy(host, columns, start, end, duration_s, period_s, idle) -> tuple[dict, str | None]:
+    """RAPL package and DRAM energy of a phase from the sampled counters, above idle too."""
+    out, flag = {"cpu_energy_source": "rapl_sampled"}, None
+    need = ENERGY_WINDOW_UPDATES * max(RAPL_UPDATE_S, period_s or 0.0)
+    if duration_s < need:
+        flag = (f"{duration_s:.3f} s is shorter than {ENERGY_WINDOW_UPDATES} samples of the RAPL "
+                f"counters ({need:g} s): CPU energy not reported")
+    for column in columns:
+        domain = column.removeprefix("cpu_").removesuffix("_energy_mj")
+        series = [(r["t_ns"], r[column]) for r in host if r.get(column) is not None]
+        e0, e1 = _interpolate(series, start), _interpolate(series, end)
+        joules = None if flag or e0 is None or e1 is None else (e1 - e0) / 1000.0
+        idle_w = (idle or {}).get(f"cpu_{domain}_power_w")
+        out[f"cpu_{domain}_energy_j"] = joules
+        out[f"cpu_{domain}_power_mean_w"] = None if joules is None else joules / duration_s
+        out[f"cpu_{domain}_energy_above_idle_j"] = (
+            None if joules is None or idle_w is None else joules - idle_w * duration_s)
+    return out, flag
 
 
 def _power_field(gpu: list[dict]) -> str | None:
@@ -179,13 +290,13 @@ def _energy(gpu, uuids, power, readings, start_key, end_key, start, end) -> dict
     return {"energy_j": None, "energy_source": None}
 
 
-def _per_sample(phase, batch_size, iterations, idle) -> dict:
+def _per_sample(phase, batch_size, iterations, idle_w) -> dict:
     energy = phase["energy_j"]
     out = {"energy_per_sample_j": None, "energy_above_idle_j": None}
     if energy is not None and batch_size and iterations:
         out["energy_per_sample_j"] = energy / (batch_size * iterations)
-    if energy is not None and idle and idle.get("power_w") is not None:
-        out["energy_above_idle_j"] = energy - idle["power_w"] * phase["duration_s"]
+    if energy is not None and idle_w is not None:
+        out["energy_above_idle_j"] = energy - idle_w * phase["duration_s"]
     return out
 
 

@@ -42,6 +42,7 @@ class FakeGpu:
     clock_event_reasons: int = 0x4     # sw_power_cap
     pstate: int = 0
     gpm_values: tuple[float, float] = (88.5, 41.25)
+    energy_update_s: float = 0.0       # the energy counter's update period (0: every read)
     power_reads: int = 0
     lost: bool = False
     started_ns: int = field(default_factory=time.perf_counter_ns)
@@ -125,6 +126,8 @@ class _Driver:
     def nvmlDeviceGetTotalEnergyConsumption(self, handle):
         gpu = self._gpu(handle)
         elapsed_s = (time.perf_counter_ns() - gpu.started_ns) / 1e9
+        if gpu.energy_update_s:  # the counter moves only at its updates
+            elapsed_s = elapsed_s // gpu.energy_update_s * gpu.energy_update_s
         return 10**9 + int(gpu.power_mw * elapsed_s)
 
     def nvmlDeviceGetUtilizationRates(self, handle):
@@ -251,6 +254,11 @@ def older_gpu() -> FakeNvml:
 def slow_gpu() -> FakeNvml:
     """A GPU whose power reading blocks for 80 ms: longer than a 50 ms sampling period."""
     return FakeNvml([FakeGpu(power_read_s=0.08)])
+
+
+def counter_every_50ms() -> FakeNvml:
+    """A GPU whose energy counter updates every 50 ms, as real counters do on a period."""
+    return FakeNvml([FakeGpu(energy_update_s=0.05)])
 
 
 def two_gpus() -> FakeNvml:
