@@ -673,7 +673,9 @@ def comparison_table(numbering: Numbering, data: Inputs, failures: dict) -> dict
     no_ratio = (f"no statistics ({problem})" if problem else
                 "the statistics computed no ratio (both frameworks need ok trials)")
     methods = _unique(frame, "ratio_method")
-    uniform = _uniform_level(frame, "ratio_ci_level")
+    level_column = ("ratio_ci_family_level" if "ratio_ci_family_level" in frame
+                    else "ratio_ci_level")
+    uniform = _uniform_level(frame, level_column)
     per_row_method = len(methods) > 1  # one method for all: said once, in the caption
     rows = []
     for _, row in frame.iterrows():
@@ -684,31 +686,47 @@ def comparison_table(numbering: Numbering, data: Inputs, failures: dict) -> dict
             rows.append(cells + [reason] * (7 if per_row_method else 6))
             continue
         method = [_get(row, "ratio_method", notes, "no interval method recorded")]
+        level = row.get(level_column)  # said only when the family falls short of 95 %
+        level = level if not missing(level) and float(level) < 0.95 - 1e-9 else None
+        interval = _interval(row, "ratio_ci_low", "ratio_ci_high", notes, "no interval computed")
+        if level is not None and float(level) <= 0 and not isinstance(interval, NotMeasured):
+            interval, level = f"{interval} (no joint coverage)", None
         rows.append(cells + [
             _get(row, "ratio", notes, no_ratio, sig),
-            _with_level(_interval(row, "ratio_ci_low", "ratio_ci_high", notes,
-                                  "no interval computed"), row.get("ratio_ci_level"), uniform),
+            _with_level(interval, level, uniform),
             *(method if per_row_method else []),
             _get(row, "mannwhitney_p", notes, "too few trials for a test", fmt_p),
-            _get(row, "holm_p", notes, "no corrected p (no test)", fmt_p),
+            _get(row, "p_adjusted", notes, "no adjusted p (no test)", fmt_p),
             _cliffs(row, notes),
             _verdict_text(row, notes),
         ])
     interval = (f" Interval: {methods[0]}." if len(methods) == 1 else
                 "" if methods else " No interval method was recorded.")
-    caption = ("PyTorch/TensorFlow ratio of median times per matched pair, with its interval "
-               "(95 % unless stated), the Mann-Whitney U test on the trials' medians (raw and "
-               f"Holm-corrected) and Cliff's delta (above 0: PyTorch slower).{interval}"
-               f"{_level_sentence(uniform)} "
+    caption = ("PyTorch/TensorFlow ratio of median times per matched pair, with its interval, "
+               "the Mann-Whitney U test on the trials' medians (raw, and Bonferroni-adjusted "
+               "within the family: at most 0.05 exactly when the interval excludes 1) and "
+               "Cliff's delta (above 0: PyTorch slower). The intervals of one family (experiment, "
+               "device, phase) hold together at 95 % unless stated, each at 1 − 0.05/m for the "
+               f"family's m comparisons; the verdict reads the interval alone.{interval}"
+               f"{_family_level_sentence(uniform)} "
                f"{_constant(frame, figs.PAIR_AXES)}.")
     why = data.problems.get("comparisons", "no matched pair was compared")
     return _table(numbering, "comparisons", caption,
                   [_axis_header(a) for a in axes] + ["Ratio", "Interval"]
-                  + (["Method"] if per_row_method else []) + ["p", "p (Holm)", "Cliff's δ",
-                                                              "Verdict"],
+                  + (["Method"] if per_row_method else []) + ["p", "p (Bonferroni)",
+                                                              "Cliff's δ", "Verdict"],
                   rows, notes, f"No comparison: {why}.",
                   classes=[""] * len(axes) + ["num", "num"] + ([""] if per_row_method else [])
                   + ["num", "num", "", ""])
+
+
+def _family_level_sentence(level) -> str:
+    if level is None or level > 0.95 - 1e-9:
+        return ""
+    together = (f"hold together at only {_percent(level)}" if level > 0 else
+                "have no guaranteed joint coverage")
+    return (f" With so few trials 95 % cannot be reached: each family's intervals {together}, "
+            "and none decides a verdict.")
 
 
 def _percent(level) -> str:
@@ -2325,7 +2343,8 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
 def method(data: Inputs, facts: dict) -> dict:
     trials, comparisons = data.trials, data.comparisons
     hardware = {c: _join(_unique(trials, c)) for c in HARDWARE_COLUMNS if _unique(trials, c)}
-    corrections = [name for column, name in (("holm_p", "Holm"), ("bh_p", "Benjamini-Hochberg"))
+    corrections = [name for column, name in (("p_adjusted", "Bonferroni"), ("holm_p", "Holm"),
+                                             ("bh_p", "Benjamini-Hochberg"))
                    if column in comparisons]
     return {
         "hardware": hardware,

@@ -39,7 +39,8 @@ __all__ = [
     "summarize", "trial_statistics", "cell_summaries", "compare_pairs", "comparison_tests",
     "florencio2019_tests", "patel2023_tests", "geometric_mean_tests", "geometric_mean_ratio",
     "cliffs_delta", "cliffs_magnitude", "hodges_lehmann", "jonckheere_terpstra", "median_ci",
-    "hierarchical_bootstrap_mean_ci", "mann_whitney_pmf", "wilcoxon_floor_p", "tukey_outliers",
+    "hierarchical_bootstrap_mean_ci", "mann_whitney_pmf", "mann_whitney_test", "compare_samples",
+    "family_level", "wilcoxon_floor_p", "tukey_outliers",
     "holm", "benjamini_hochberg", "verdict", "Interval", "ShiftEstimate", "TrendResult",
     "FLORENCIO_PUBLISHED_FLOOR_P", "TELEMETRY_METRICS", "CELL_COLUMNS", "COMPARISON_COLUMNS",
     "TEST_COLUMNS",
@@ -96,8 +97,9 @@ CELL_COLUMNS = [
 COMPARISON_COLUMNS = [
     "run", "pair_id", *[a for a in AXES if a != "framework"], "family",
     "n_pytorch", "n_tensorflow", "median_pytorch_ns", "median_tensorflow_ns",
-    "ratio", "ratio_ci_low", "ratio_ci_high", "ratio_ci_level", "ratio_hl", "ratio_method",
-    "mannwhitney_u", "mannwhitney_p", "holm_p", "bh_p", "cliffs_delta", "cliffs_magnitude",
+    "ratio", "ratio_ci_low", "ratio_ci_high", "ratio_ci_level", "ratio_ci_family_level",
+    "ratio_hl", "ratio_method", "family_size", "mannwhitney_u", "mannwhitney_p",
+    "mannwhitney_method", "p_adjusted", "cliffs_delta", "cliffs_magnitude",
     "n_blocks", "blocks_wilcoxon_p", "rope_low", "rope_high", "verdict", "exploratory",
     "verdict_note",
 ]
@@ -244,14 +246,46 @@ def hodges_lehmann(x, y, confidence: float = 0.95) -> ShiftEstimate:
         attained = bool(ok.size)
         method = "exact Mann-Whitney null distribution"
     else:
+        # k - 1: the largest u with P(U <= u) <= alpha/2 under the continuity-corrected normal
+        # law, the one mann_whitney_test uses, so the interval and the p-value agree.
         z = ndtri(1.0 - alpha / 2)
-        k = int(math.floor(N / 2 - z * math.sqrt(m * n * (m + n + 1) / 12.0)))
+        k = int(math.floor(N / 2 + 0.5 - z * math.sqrt(m * n * (m + n + 1) / 12.0)))
         k = max(k, 1)
         attained = True
         level = confidence
         method = "normal approximation to the Mann-Whitney null distribution"
     k = min(k, (N + 1) // 2)
     return ShiftEstimate(estimate, float(d[k - 1]), float(d[N - k]), level, attained, method)
+
+
+def mann_whitney_test(x, y) -> tuple[float, float, str]:
+    """(U of x, two-sided p, method): the Mann-Whitney test that ``hodges_lehmann`` inverts.
+
+    U counts pairs with x > y, ties as one half (scipy's convention). The p-value comes from the
+    same null law as the interval: exact (``mann_whitney_pmf``) up to m*n = 2500, whatever the
+    sample sizes (scipy switches to the normal law above 8 per side), else the normal law with
+    a continuity correction. So the 1 - a interval excludes a zero shift exactly when p <= a.
+    Ties are scored as halves; the exact law then ignores them, as scipy's exact method does.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    m, n = x.size, y.size
+    if m == 0 or n == 0:
+        return math.nan, math.nan, "no data"
+    ys = np.sort(y)
+    below = np.searchsorted(ys, x, side="left")
+    equal = np.searchsorted(ys, x, side="right") - below
+    u = float(below.sum() + 0.5 * equal.sum())
+    tail = min(u, m * n - u)
+    if m * n <= EXACT_MW_LIMIT:
+        cdf = np.cumsum(mann_whitney_pmf(m, n))
+        p = 2.0 * float(cdf[int(math.floor(tail + 1e-9))])
+        method = "exact Mann-Whitney null distribution"
+    else:
+        sd = math.sqrt(m * n * (m + n + 1) / 12.0)
+        p = 2.0 * float(ndtr((tail + 0.5 - m * n / 2.0) / sd))
+        method = "normal approximation to the Mann-Whitney null distribution"
+    return u, min(1.0, p), method
 
 
 def _jt_statistic(groups) -> float:
@@ -451,33 +485,30 @@ def _adjust(p, method: str) -> np.ndarray:
     return out
 
 
-def verdict(low: float, high: float, p_adjusted: float, *, attained: bool = True,
-            rope: float = 0.05, alpha: float = 0.05) -> tuple[str, str]:
-    """Verdict on a PyTorch/TensorFlow time ratio from its interval and its adjusted p-value.
+def verdict(low: float, high: float, *, attained: bool = True, rope: float = 0.05,
+            names=("pytorch_faster", "tensorflow_faster")) -> tuple[str, str]:
+    """Verdict on a PyTorch/TensorFlow ratio from its interval alone (already at the level that
+    controls the family's error: ``compare_samples``).
 
     The region of practical equivalence is [1/(1+rope), 1+rope], symmetric on the log scale so
     that swapping the frameworks gives the same verdict. Returns (verdict, note):
     - "equivalent": the interval lies inside the region (even if it excludes 1);
-    - "pytorch_faster" / "tensorflow_faster": the interval lies below / above 1 and the
-      family-corrected p is below alpha;
-    - "inconclusive": anything else, including an interval whose nominal level is not attainable.
+    - ``names[0]`` / ``names[1]`` ("pytorch_faster" / "tensorflow_faster" for times): the
+      interval lies below / above 1;
+    - "inconclusive": anything else, including an interval whose level is not attainable.
     """
     lo_b, hi_b = 1.0 / (1.0 + rope), 1.0 + rope
     if not (np.isfinite(low) and np.isfinite(high)):
         return "inconclusive", "no interval"
     if not attained:
-        return "inconclusive", "too few trials for an interval at the nominal level"
+        return "inconclusive", "too few trials for an interval at the family's level"
     if lo_b <= low and high <= hi_b:
         note = "inside the equivalence region"
         if high < 1 or low > 1:
             note += " although the interval excludes 1 (a difference too small to matter)"
         return "equivalent", note
     if high < 1 or low > 1:
-        name = "pytorch_faster" if high < 1 else "tensorflow_faster"
-        if np.isfinite(p_adjusted) and p_adjusted < alpha:
-            return name, "interval excludes 1 and the Holm-corrected p is below alpha"
-        return "inconclusive", (f"interval excludes 1 but the Holm-corrected p "
-                                f"({p_adjusted:.3g}) is not below {alpha:g}")
+        return (names[0] if high < 1 else names[1]), "interval excludes 1"
     return "inconclusive", "interval contains 1 and reaches outside the equivalence region"
 
 
@@ -683,65 +714,113 @@ def _arms(per_trial: pd.DataFrame):
             yield run, pair_id, pt, tf
 
 
+def compare_samples(a, b, *, family_size: int = 1, confidence: float = 0.95,
+                    rope: float = 0.05, names=("pytorch_faster", "tensorflow_faster")) -> dict:
+    """The ratio of two samples of positive per-trial values (a over b), decided by one interval.
+
+    One error control for every verdict of a family of ``family_size`` comparisons: the
+    Hodges-Lehmann interval of the log values is taken at the Bonferroni level
+    1 - alpha/family_size, so that all intervals of the family cover their true ratios together
+    with probability >= 1 - alpha. "Faster" (the interval excludes 1) and "equivalent" (it lies
+    inside the region of practical equivalence) both read this interval, so the chance of any
+    false verdict in the family is at most alpha. The p-value is the Mann-Whitney test the
+    interval inverts (exact where the interval is), and ``p_adjusted`` = min(1, m p) is at most
+    alpha exactly when the interval excludes 1. ``names``: the verdicts for a below and above b.
+    Usage::
+
+        compare_samples(pytorch_medians, tensorflow_medians, family_size=6)["verdict"]
+    """
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    alpha = 1.0 - confidence
+    hl = hodges_lehmann(np.log(a), np.log(b), 1.0 - alpha / family_size)
+    u, p, test_method = mann_whitney_test(a, b)
+    low, high = math.exp(hl.low), math.exp(hl.high)
+    decided, note = verdict(low, high, attained=hl.attained, rope=rope, names=names)
+    return {
+        "ratio": float(np.median(a) / np.median(b)),
+        "ratio_ci_low": low, "ratio_ci_high": high, "ratio_ci_level": hl.level,
+        "ratio_ci_attained": hl.attained, "ratio_hl": math.exp(hl.estimate),
+        "ratio_method": (f"Hodges-Lehmann interval of the log trial values, {hl.method}, "
+                         "Bonferroni level within the family, exponentiated"),
+        "family_size": int(family_size), "mannwhitney_u": u, "mannwhitney_p": p,
+        "mannwhitney_method": test_method, "p_adjusted": min(1.0, family_size * p),
+        "rope_low": 1.0 / (1.0 + rope), "rope_high": 1.0 + rope,
+        "verdict": decided, "verdict_note": note,
+    }
+
+
+def family_level(levels) -> float:
+    """The level at which a family's intervals hold together (Bonferroni: 1 - sum of misses),
+    from the coverage each interval attains; never below 0."""
+    return max(0.0, 1.0 - float(np.sum(1.0 - np.asarray(levels, dtype=float))))
+
+
+def _arm_arrays(per_trial: pd.DataFrame, columns: list[str]):
+    """Yield (run, pair_id, the pair's axes, PyTorch's and TensorFlow's ``columns`` as arrays in
+    trial order) for pairs with ok trials on both sides. Arrays, not frames: a large sweep (or
+    the error-rate simulation in the tests) compares thousands of pairs."""
+    if per_trial.empty:
+        return
+    frame = per_trial.sort_values(["run", "pair_id", "trial"], kind="stable")
+    axes = [a for a in AXES if a != "framework"]
+    values = {c: frame[c].to_numpy() for c in {*columns, *axes, "trial"} if c in frame}
+    framework = frame["framework"].to_numpy()
+    for (run, pair_id), idx in frame.groupby(["run", "pair_id"], sort=True).indices.items():
+        pt, tf = idx[framework[idx] == "pytorch"], idx[framework[idx] == "tensorflow"]
+        if len(pt) and len(tf):
+            yield (run, pair_id, {a: values[a][pt[0]] for a in axes},
+                   {c: v[pt] for c, v in values.items()}, {c: v[tf] for c, v in values.items()})
+
+
 def compare_pairs(per_trial: pd.DataFrame, *, confidence: float = 0.95, rope: float = 0.05,
                   min_trials_for_verdict: int = 7) -> pd.DataFrame:
-    """comparisons.csv: one row per matched pair with ok trials on both sides."""
+    """comparisons.csv: one row per matched pair with ok trials on both sides, each decided by
+    its interval at the family's Bonferroni level (``compare_samples``)."""
+    arms = list(_arm_arrays(per_trial, ["trial_median_ns"]))
+    families = [_family(axes) for _, _, axes, _, _ in arms]
+    sizes = {f: families.count(f) for f in set(families)}
     rows = []
-    for run, pair_id, pt, tf in _arms(per_trial):
-        a = pt["trial_median_ns"].to_numpy(dtype=float)
-        b = tf["trial_median_ns"].to_numpy(dtype=float)
-        first = pt.iloc[0]
-        row = {"run": run, "pair_id": pair_id,
-               **{c: first[c] for c in AXES if c != "framework"}}
-        row["family"] = _family(first)
-        hl = hodges_lehmann(np.log(a), np.log(b), confidence)
-        u, p, _ = _mannwhitney(a, b)
-        blocks = pd.merge(pt[["trial", "trial_median_ns"]], tf[["trial", "trial_median_ns"]],
-                          on="trial", suffixes=("_pt", "_tf"))
-        _, p_blocks, _ = _signed_rank(np.log(blocks["trial_median_ns_pt"].to_numpy(float))
-                                      - np.log(blocks["trial_median_ns_tf"].to_numpy(float)))
+    for (run, pair_id, axes, pt, tf), family in zip(arms, families):
+        a = pt["trial_median_ns"].astype(float)
+        b = tf["trial_median_ns"].astype(float)
+        row = {"run": run, "pair_id": pair_id, **axes, "family": family}
+        row.update(compare_samples(a, b, family_size=sizes[family], confidence=confidence,
+                                   rope=rope))
+        _, i, j = np.intersect1d(pt["trial"], tf["trial"], return_indices=True)
+        _, p_blocks, _ = _signed_rank(np.log(a[i]) - np.log(b[j]))
         delta = cliffs_delta(a, b)
         row.update(
             n_pytorch=a.size, n_tensorflow=b.size,
             median_pytorch_ns=float(np.median(a)), median_tensorflow_ns=float(np.median(b)),
-            ratio=float(np.median(a) / np.median(b)),
-            ratio_ci_low=math.exp(hl.low), ratio_ci_high=math.exp(hl.high),
-            ratio_ci_level=hl.level, ratio_hl=math.exp(hl.estimate),
-            ratio_method=("Hodges-Lehmann interval of the log trial medians, "
-                          f"{hl.method}, exponentiated"),
-            mannwhitney_u=u, mannwhitney_p=p, cliffs_delta=delta,
-            cliffs_magnitude=cliffs_magnitude(delta),
-            n_blocks=len(blocks), blocks_wilcoxon_p=p_blocks,
-            rope_low=1.0 / (1.0 + rope), rope_high=1.0 + rope,
+            cliffs_delta=delta, cliffs_magnitude=cliffs_magnitude(delta),
+            n_blocks=len(i), blocks_wilcoxon_p=p_blocks,
             exploratory=bool(min(a.size, b.size) < min_trials_for_verdict),
-            hl_attained=hl.attained,
         )
         rows.append(row)
     if not rows:
         return pd.DataFrame(columns=COMPARISON_COLUMNS)
     out = pd.DataFrame(rows)
-    out["holm_p"] = np.nan
-    out["bh_p"] = np.nan
-    for _, idx in out.groupby("family").groups.items():
-        out.loc[idx, "holm_p"] = holm(out.loc[idx, "mannwhitney_p"])
-        out.loc[idx, "bh_p"] = benjamini_hochberg(out.loc[idx, "mannwhitney_p"])
-    alpha = 1.0 - confidence
-    decided = [verdict(r.ratio_ci_low, r.ratio_ci_high, r.holm_p, attained=r.hl_attained,
-                       rope=rope, alpha=alpha) for r in out.itertuples()]
-    out["verdict"] = [v for v, _ in decided]
-    notes = []
-    for (_, note), r in zip(decided, out.itertuples()):
-        if r.exploratory:
-            note = (f"exploratory: {min(r.n_pytorch, r.n_tensorflow)} trials on the smaller side, "
-                    f"fewer than {min_trials_for_verdict}; " + note)
-        if r.ratio_ci_level < confidence - 1e-9:
-            note += f"; interval level {r.ratio_ci_level:.1%}"
-        if not r.ratio_ci_low <= r.ratio <= r.ratio_ci_high:
-            note += ("; the ratio of medians lies outside the Hodges-Lehmann interval (skewed or "
-                     "bimodal trial medians: read ratio_hl)")
-        notes.append(note)
-    out["verdict_note"] = notes
+    out["ratio_ci_family_level"] = out.groupby("family")["ratio_ci_level"].transform(family_level)
+    out["verdict_note"] = [_comparison_note(r, confidence, min_trials_for_verdict)
+                           for r in out.itertuples()]
     return out[COMPARISON_COLUMNS]
+
+
+def _comparison_note(r, confidence: float, min_trials: int) -> str:
+    note = r.verdict_note
+    if r.exploratory:
+        note = (f"exploratory: {min(r.n_pytorch, r.n_tensorflow)} trials on the smaller side, "
+                f"fewer than {min_trials}; " + note)
+    if r.family_size > 1:
+        note += (f"; interval at {r.ratio_ci_level:.2%} (Bonferroni over the family's "
+                 f"{r.family_size} comparisons: together at least {r.ratio_ci_family_level:.1%})")
+    elif r.ratio_ci_level < confidence - 1e-9:
+        note += f"; interval level {r.ratio_ci_level:.1%}"
+    if not r.ratio_ci_low <= r.ratio <= r.ratio_ci_high:
+        note += ("; the ratio of medians lies outside the Hodges-Lehmann interval (skewed or "
+                 "bimodal trial medians: read ratio_hl)")
+    return note
 
 
 # --- the tests table ---------------------------------------------------------------------------
@@ -754,18 +833,24 @@ def _test_row(**kw) -> dict:
 
 
 def comparison_tests(comparisons: pd.DataFrame, confidence: float = 0.95) -> list[dict]:
-    """The Mann-Whitney test over trial medians behind each comparison, and the paired Wilcoxon
-    over interleaved blocks (trial k of one framework with trial k of the other)."""
+    """The Mann-Whitney test over trial medians behind each comparison (Bonferroni within the
+    family: the test its interval inverts, so it rejects exactly when the verdict says faster),
+    and the paired Wilcoxon over interleaved blocks (trial k of one framework with trial k of the
+    other)."""
     rows = []
+    alpha = 1.0 - confidence
     for r in comparisons.itertuples(index=False):
         rows.append(_test_row(
             family=f"comparison/{r.family}", source="fwbench",
             hypothesis="PyTorch and TensorFlow trial medians come from the same distribution",
-            test="Mann-Whitney U, two-sided", variant="trial medians (unit: trial)",
+            test="Mann-Whitney U, two-sided", variant=f"trial medians (unit: trial), "
+                                                      f"{r.mannwhitney_method}",
             scope=r.pair_id, phase=r.phase, metric="time", n=f"{r.n_pytorch}+{r.n_tensorflow}",
             statistic=r.mannwhitney_u, estimate=r.ratio, ci_low=r.ratio_ci_low,
-            ci_high=r.ratio_ci_high, p=r.mannwhitney_p, correction="holm",
-            note=f"estimate: ratio of medians; verdict {r.verdict}"))
+            ci_high=r.ratio_ci_high, p=r.mannwhitney_p, correction="bonferroni",
+            decision="reject H0" if r.p_adjusted <= alpha else "do not reject H0",
+            note=f"estimate: ratio of medians; interval: the verdict's (Bonferroni level); "
+                 f"verdict {r.verdict}"))
         rows.append(_test_row(
             family=f"comparison-blocks/{r.family}", source="fwbench",
             hypothesis="within interleaved blocks the PyTorch/TensorFlow log ratio is centred on 0",
@@ -876,11 +961,12 @@ def _florencio_battery(a, b, *, base: dict, label: str, rng, trial_level: bool,
             if not trial_level else "") + ("; " + "; ".join(notes) if notes else ""))))
     if trial_medians is not None:
         ta, tb = trial_medians
-        u, p_t, notes = _mannwhitney(ta, tb)
+        u, p_t, method = mann_whitney_test(ta, tb)
         rows.append(_test_row(
             **base, hypothesis=hyp, test="Mann-Whitney U, two-sided",
             variant="unpaired, trial medians (sound)", n=f"{ta.size}+{tb.size}", statistic=u,
-            p=p_t, correction="holm", note="unit of replication: the trial (a fresh process)"))
+            p=p_t, correction="holm",
+            note=f"unit of replication: the trial (a fresh process); {method}"))
     if blocks is not None and len(blocks):
         stat, p_b, notes = _signed_rank(blocks)
         rows.append(_test_row(
@@ -1121,7 +1207,7 @@ def geometric_mean_tests(per_trial: pd.DataFrame, *, confidence: float = 0.95,
     rows = []
     for fam, pairs in sorted(by_family.items()):
         gm = geometric_mean_ratio(pairs, confidence=confidence, n_boot=n_boot, seed=seed)
-        decision, note = verdict(gm.low, gm.high, 0.0, rope=rope, alpha=1.0 - confidence)
+        decision, note = verdict(gm.low, gm.high, rope=rope)
         rows.append(_test_row(
             family=f"geomean/{fam}", source="fwbench",
             hypothesis="across these cells, PyTorch and TensorFlow take the same time",
@@ -1142,6 +1228,9 @@ def _finish_tests(rows: list[dict], alpha: float) -> pd.DataFrame:
     holm_rows = tests["correction"] == "holm"
     for _, idx in tests[holm_rows].groupby("family").groups.items():
         tests.loc[idx, "p_corrected"] = holm(tests.loc[idx, "p"])
+    bonferroni_rows = tests["correction"] == "bonferroni"
+    for _, idx in tests[bonferroni_rows].groupby("family").groups.items():
+        tests.loc[idx, "p_corrected"] = np.minimum(1.0, tests.loc[idx, "p"] * len(idx))
     undecided = tests["decision"].isna() & tests["p_corrected"].notna()
     tests.loc[undecided, "decision"] = np.where(
         tests.loc[undecided, "p_corrected"] < alpha, "reject H0", "do not reject H0")

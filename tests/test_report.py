@@ -153,7 +153,7 @@ def make_comparisons(stats: pd.DataFrame) -> pd.DataFrame:
                        ratio_ci_high=high, ratio_method="bootstrap percentile",
                        mannwhitney_p=0.1, cliffs_delta=-1.0 if high < 1 else 1.0,
                        cliffs_magnitude="large", verdict=verdict, exploratory=False,
-                       holm_p=0.4, bh_p=0.2)
+                       p_adjusted=0.4, family_size=4)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -309,7 +309,7 @@ def test_method_section_comes_from_the_data(page):
     assert "Cells had 3 trial(s)" in method
     assert "10 timed iterations after 3 warm-up iterations" in method
     assert "interleaved in time" in method
-    assert "bootstrap percentile" in method and "Holm and Benjamini-Hochberg" in method
+    assert "bootstrap percentile" in method and "1 − 0.05/m" in method
     assert "Not in the tables: cpu_model" in method
 
 
@@ -355,14 +355,14 @@ def test_pdf_date_is_the_end_of_the_last_trial_not_the_clock(built):
 
 
 def test_missing_optional_columns_render_as_not_measured_with_reason(tmp_path):
-    dropped = ["iqr_ns", "cv", "throughput_sps", "mannwhitney_p", "cliffs_delta", "holm_p",
-               "bh_p", "ratio_method", "exploratory"]
+    dropped = ["iqr_ns", "cv", "throughput_sps", "mannwhitney_p", "cliffs_delta", "p_adjusted",
+               "ratio_method", "exploratory"]
     data = report.load_inputs(write_run(tmp_path, drop_columns=dropped))
     page = html_only(data, tmp_path)
     text = visible(page).text
     assert not LEAKS.findall(text), LEAKS.findall(text)[:5]
     assert "Not measured: the statistics have no column iqr_ns" in text
-    assert "Not measured: the statistics have no column holm_p" in text
+    assert "Not measured: the statistics have no column p_adjusted" in text
 
 
 def test_empty_statistics_still_give_a_report(tmp_path):
@@ -397,7 +397,9 @@ def test_report_from_the_statistics_module(tmp_path):
     text = visible(page).text
     assert not LEAKS.findall(text), LEAKS.findall(text)[:5]
     assert "at 75 %" in section(page, "tab-cells")  # 3 trials: the interval's true coverage
-    assert "at 90 %" in section(page, "tab-comparisons")
+    # 3 against 3: each interval reaches 90 %, so a family of 3 holds together at 70 %
+    assert "at 70 %" in section(page, "tab-comparisons")
+    assert "at 50 %" in section(page, "tab-comparisons")   # and one of 4 at 50 %
     assert "Jonckheere-Terpstra" in section(page, "tab-tests")
     assert "florencio2019/floor" in section(page, "tab-tests-all")
     assert "PyTorch oom in 3 trial(s)" in htmllib.unescape(section(page, "tab-comparisons"))
