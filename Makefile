@@ -60,6 +60,24 @@ bench-telemetry: $(INSTALLED)
 test-fast: $(INSTALLED)
 	$(PYTEST) -m "not slow"
 
+# Build both framework images here, with the engine this machine has (Apptainer, Podman or
+# Docker), from a hash-checked wheelhouse, and lock their digests in containers/build/images.lock:
+# `snakemake --cores 1 --use-singularity` then runs them, with no registry. Options:
+# ENGINE=apptainer|podman|docker, VARIANT=cuda|cpu (default: cuda where nvidia-smi answers),
+# BASE=<base image> with IMAGE_PYTHON=<its python3>, INDEX_URL=<index> instead of the wheelhouse.
+.PHONY: images test-containers
+ENGINE ?= auto
+VARIANT ?= auto
+images: $(INSTALLED)
+	$(BIN)/python containers/build.py --engine $(ENGINE) --variant $(VARIANT) \
+		$(if $(BASE),--base $(BASE)) $(if $(IMAGE_PYTHON),--python $(IMAGE_PYTHON)) \
+		$(if $(INDEX_URL),--index-url $(INDEX_URL))
+
+# Both images built here with Podman on a stand-in Debian base, checked inside, and the workflow
+# run in them through an apptainer-on-podman shim (needs root; not part of `make test`).
+test-containers: $(INSTALLED)
+	scripts/containers/test.sh
+
 # Resolve every tag in containers/images.lock to the digest it points to now and write the lock
 # (needs skopeo, crane or docker, and the registry); then commit it. See docs/containers.md.
 .PHONY: pin-images

@@ -93,15 +93,18 @@ def environment(nvml_spec=None) -> dict:
     """The machine, software and settings of this process, for ``trial-<k>.env.json``.
 
     Framework-free (the parent process never imports torch or tensorflow). ``container`` is
-    ``"none"`` natively, else the image: reference and digest the workflow asked for, the image
-    file, and the label written into the image at build time. ``nvml_spec`` is passed to
-    :func:`fwbench.telemetry.gpu.load_nvml` (tests hand in a fake).
+    ``"none"`` natively, else the image (``fwbench.images.check_runtime``): the reference and
+    the content digest its engine gave it (``engine``: podman, docker, apptainer, or registry),
+    the image file Apptainer ran, and the label written into the image at build time. Inside a
+    container everything else here is read there: its Python, its packages, its OS.
+    ``nvml_spec`` is passed to :func:`fwbench.telemetry.gpu.load_nvml` (tests hand in a fake).
 
     Usage::
 
         env = {**provenance.environment(), **result["versions"]}
     """
     from fwbench.images import runtime_container
+    from fwbench.telemetry.machine import machine_state
 
     cpu = cpu_info()
     return {
@@ -117,6 +120,8 @@ def environment(nvml_spec=None) -> dict:
         "cpu": cpu,
         "memory_bytes": memory_bytes(),
         "gpus": gpu_info(nvml_spec),
+        # governor, turbo, SMT; GPU power limit, persistence, clocks, ECC, MIG (docs/telemetry.md)
+        "machine_state": machine_state(nvml=nvml_spec),
         "environment_variables": behaviour_variables(),
         "workflow": git_state(),
     }
@@ -373,9 +378,13 @@ def audit_items(env: dict) -> list[tuple[str, str]]:
         label = container.get("label") or {}
         items += [("container", container.get("reference") or container.get("image_file")),
                   ("image digest", container.get("digest")),
+                  ("image engine", container.get("engine")),
                   ("image tag", container.get("tag")),
+                  ("image variant", label.get("variant")),
                   ("image base", label.get("base_image")),
-                  ("image built", label.get("built_at"))]
+                  ("image base digest", label.get("base_digest")),
+                  ("image lock sha256", label.get("lock_sha256")),
+                  ("image source date", label.get("source_date") or label.get("built_at"))]
     else:
         items += [("container", "none"), ("image digest", "none (native run, no image)")]
     build = env.get("framework_build") or {}

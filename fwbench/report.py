@@ -943,7 +943,7 @@ AUDIT_GROUPS = ["Image", "Python and framework build", "Libraries loaded (mapped
 
 
 def _audit_group(item: str) -> int:
-    if item in AUDIT_IMAGE_ITEMS:
+    if item in AUDIT_IMAGE_ITEMS or item.startswith("image "):
         return 0
     if item == "python" or item.startswith("framework "):
         return 1
