@@ -17,6 +17,7 @@ import yaml
 
 from fwbench import __version__
 from fwbench.errors import ResultError
+from fwbench.telemetry.machine import trial_machine_columns
 
 # Version history of the trial result file:
 # 1 — first version: cell, status, cold start, warm-up, every iteration, settings, git state.
@@ -175,6 +176,7 @@ def trial_row(result: dict) -> dict:
         **real_data_columns(result["details"]),
         **_telemetry_columns(result.get("telemetry")),
         **environment_columns(result.get("environment")),
+        **trial_machine_columns(result),
     }
 
 

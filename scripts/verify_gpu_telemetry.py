@@ -2,9 +2,11 @@
 
     python scripts/verify_gpu_telemetry.py OUT_DIR [--seconds 5] [--period 0.1]
 
-Measures the idle baseline, runs the thermal guard, then a matrix-multiply workload on cuda:0
-under the Sampler, with phase markers and energy-counter readings taken after a device sync, as
-the harness does. Writes into OUT_DIR:
+Measures the idle baseline twice (without, then with a CUDA context held, as trials use it;
+with the energy counter's update period), runs the thermal guard, then a matrix-multiply
+workload on cuda:0 under the Sampler, with phase markers and energy-counter readings taken after
+a device sync, as the harness does, and reads the machine's state (power limit, persistence,
+clocks, ECC, MIG; governor, turbo, SMT). Writes into OUT_DIR:
 
     trial-0.telemetry.csv, trial-0.telemetry.json   the side files, as a trial leaves them
     markers.json   markers_ns, energy_mj, batch_size, iterations: enough to re-summarize
@@ -16,6 +18,7 @@ Exit status 0 when every required check passes, 1 when one fails, 2 when there i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -28,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fwbench from 
 from fwbench.telemetry import (Sampler, load_nvml, load_samples, measure_idle,  # noqa: E402
                                normalize_uuid, read_energy_mj, summarize_phases,
                                visible_gpu_uuids, wait_for_idle_temperature)
+from fwbench.telemetry.machine import machine_state  # noqa: E402
 
 REQUIRED_COLUMNS = ("gpu_power_mw", "gpu_energy_mj", "gpu_util_pct", "gpu_mem_util_pct",
                     "gpu_mem_used_bytes", "gpu_temp_c", "gpu_sm_clock_mhz", "gpu_mem_clock_mhz",
@@ -44,9 +48,13 @@ def main(out_dir: str, seconds: float = 5.0, period_s: float = 0.1) -> int:
         print(f"no NVIDIA GPU visible to NVML: {load_nvml()[1]}", file=sys.stderr)
         return 2
     uuid = uuids[0]
-    # Idle first, before this process creates a CUDA context (as the supervisor does).
+    # Idle first, before torch makes a context here: without a context, then with one held
+    # through the CUDA driver API (the baseline trials subtract), released again after.
+    bare = measure_idle(3.0, period_s=period_s, gpu_uuids=[uuid], hold_context=_hold_nothing,
+                        counter_probe_s=0)
     idle = measure_idle(3.0, period_s=period_s, gpu_uuids=[uuid])
     guard = wait_for_idle_temperature(5, 60, idle=idle, gpu_uuids=[uuid])
+    state = machine_state()
 
     import torch
     torch_uuid = normalize_uuid(str(torch.cuda.get_device_properties(0).uuid))
@@ -66,8 +74,10 @@ def main(out_dir: str, seconds: float = 5.0, period_s: float = 0.1) -> int:
                                idle=idle, gpu_uuids=[uuid])
     meta = json.loads(csv_path.with_suffix(".json").read_text())
     checks = check(csv_path, meta, summary, run, idle, uuid, torch_uuid, period_s)
+    checks.update(check_idle_and_state(summary, idle, bare, state, uuid))
     report = {"environment": environment(torch, meta), "uuid": uuid, "torch_uuid": torch_uuid,
-              "idle": idle, "thermal_guard": guard, "summary": summary,
+              "idle": idle, "idle_without_context": bare, "machine_state": state,
+              "thermal_guard": guard, "summary": summary,
               "iteration_ms_median": statistics.median(run["iteration_ns"]) / 1e6,
               "checks": checks}
     (out / "summary.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -164,6 +174,47 @@ def check(csv_path, meta, summary, run, idle, uuid, torch_uuid, period_s) -> dic
         f"{measure['power_mean_w']} W under load, {idle['power_w']} W idle")
     add("temperature_recorded", measure["gpu_temp_start_c"] is not None,
         f"start {measure['gpu_temp_start_c']} °C, max {measure['gpu_temp_max_c']} °C")
+    return out
+
+
+@contextlib.contextmanager
+def _hold_nothing(uuids):
+    yield {"method": None, "held": [], "reason": "verification: idle without a context"}
+
+
+def check_idle_and_state(summary, idle, bare, state, uuid) -> dict:
+    """Issue 15 points 8 and 10: the idle baseline per GPU with a context held, the counter's
+    update period, short windows flagged, and the machine's state from NVML and sysfs."""
+    out = {}
+
+    def add(name, ok, value, required=True):
+        out[name] = {"ok": bool(ok), "value": value, "required": required}
+
+    mine = idle["gpus"][uuid]
+    add("idle_context_held", idle["context"]["held"] == [uuid] and mine["context_held"],
+        idle["context"])
+    add("idle_power_with_and_without_context", True,
+        f"{mine['power_w']} W with a context, {bare['gpus'][uuid]['power_w']} W without",
+        required=False)
+    add("energy_counter_update_measured", mine["energy_counter_update_s"] is not None,
+        f"{mine['energy_counter_update_s']} s")
+    add("energy_above_idle_own_gpu_only", summary["idle_gpu_power_w"] == mine["power_w"],
+        f"subtracted {summary['idle_gpu_power_w']} W; machine idle {idle['power_w']} W")
+    add("measure_window_long_enough", "measure" not in summary["energy_flags"],
+        summary["energy_flags"] or "no phase flagged")
+    add("short_windows_flagged", True, summary["energy_flags"], required=False)
+    gpu = next((g for g in state["gpus"] if g["uuid"] == uuid), None) or {"unavailable": {}}
+    for field in ("power_limit_w", "persistence_mode", "ecc_current", "mig_current",
+                  "compute_mode"):
+        add(f"state {field}", gpu.get(field) is not None,
+            f"{gpu.get(field)} {gpu['unavailable'].get(field, '')}".strip())
+    for field in ("applications_clock_sm_mhz", "applications_clock_mem_mhz"):
+        add(f"state {field}", gpu.get(field) is not None,
+            f"{gpu.get(field)} {gpu['unavailable'].get(field, '')}".strip(), required=False)
+    cpu = state["cpu"]
+    add("state cpu", True, {k: cpu.get(k) for k in ("scaling_governor", "scaling_driver",
+                                                    "turbo", "smt_control")} |
+        {"unavailable": cpu["unavailable"]}, required=False)
     return out
 
 

@@ -43,6 +43,14 @@ class FakeGpu:
     pstate: int = 0
     gpm_values: tuple[float, float] = (88.5, 41.25)
     energy_update_s: float = 0.0       # the energy counter's update period (0: every read)
+    power_limit_mw: int = 700_000       # machine state (fwbench.telemetry.machine)
+    power_limit_default_mw: int = 700_000
+    persistence: bool = True
+    applications_clocks_mhz: tuple[int, int] = (1980, 2619)
+    default_applications_clocks_mhz: tuple[int, int] = (1755, 2619)
+    ecc: tuple[bool, bool] | None = (True, True)      # current, pending; None: not supported
+    mig: tuple[bool, bool] | None = (False, False)
+    compute_mode: int = pynvml.NVML_COMPUTEMODE_DEFAULT
     power_reads: int = 0
     lost: bool = False
     started_ns: int = field(default_factory=time.perf_counter_ns)
@@ -168,6 +176,41 @@ class _Driver:
     def nvmlDeviceGetPerformanceState(self, handle):
         return self._gpu(handle).pstate
 
+    def nvmlDeviceGetPowerManagementLimit(self, handle):
+        return self._gpu(handle).power_limit_mw
+
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, handle):
+        return self._gpu(handle).power_limit_default_mw
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle):
+        return self._gpu(handle).power_limit_mw
+
+    def nvmlDeviceGetPersistenceMode(self, handle):
+        return int(self._gpu(handle).persistence)
+
+    def nvmlDeviceGetApplicationsClock(self, handle, type):
+        clocks = self._gpu(handle).applications_clocks_mhz
+        return {pynvml.NVML_CLOCK_SM: clocks[0], pynvml.NVML_CLOCK_MEM: clocks[1]}[type]
+
+    def nvmlDeviceGetDefaultApplicationsClock(self, handle, type):
+        clocks = self._gpu(handle).default_applications_clocks_mhz
+        return {pynvml.NVML_CLOCK_SM: clocks[0], pynvml.NVML_CLOCK_MEM: clocks[1]}[type]
+
+    def nvmlDeviceGetEccMode(self, handle):
+        ecc = self._gpu(handle).ecc
+        if ecc is None:
+            raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return [int(ecc[0]), int(ecc[1])]
+
+    def nvmlDeviceGetMigMode(self, device):
+        mig = self._gpu(device).mig
+        if mig is None:
+            raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return [int(mig[0]), int(mig[1])]
+
+    def nvmlDeviceGetComputeMode(self, handle):
+        return self._gpu(handle).compute_mode
+
     def nvmlGpmQueryDeviceSupport(self, device):
         support = pynvml.c_nvmlGpmSupport_t()
         support.version = pynvml.NVML_GPM_SUPPORT_VERSION
@@ -246,9 +289,10 @@ def no_temperature() -> FakeNvml:
 
 
 def older_gpu() -> FakeNvml:
-    """A Volta/Ampere-era GPU and driver: no instant power, no GPM, old temperature call."""
+    """A Volta/Ampere-era GPU and driver: no instant power, no GPM, old temperature call, no
+    MIG."""
     return FakeNvml([FakeGpu(name="Tesla V100 (fake)", power_instant=False, gpm=False,
-                             temperature_v=False)])
+                             temperature_v=False, mig=None)])
 
 
 def slow_gpu() -> FakeNvml:
@@ -264,3 +308,10 @@ def counter_every_50ms() -> FakeNvml:
 def two_gpus() -> FakeNvml:
     return FakeNvml([FakeGpu(uuid=UUID_A, power_mw=100_000),
                      FakeGpu(uuid=UUID_B, power_mw=300_000)])
+
+
+def two_gpus_differing() -> FakeNvml:
+    """Two GPUs set up differently: B capped at 500 W, persistence off, ECC off, MIG on."""
+    return FakeNvml([FakeGpu(uuid=UUID_A),
+                     FakeGpu(uuid=UUID_B, power_limit_mw=500_000, persistence=False,
+                             ecc=(False, False), mig=(True, True))])
