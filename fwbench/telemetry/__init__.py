@@ -4,13 +4,16 @@ fwbench.telemetry
  ├── columns    the side file's columns, units and meanings (one registry)
  ├── gpu        NVML readings by GPU UUID; energy counter at the harness's markers
  ├── host       psutil readings: CPU per core and total, steal, temperature, process memory
+ ├── rapl       CPU package and DRAM energy from RAPL (/sys/class/powercap), where offered
  ├── collector  one sample of both
  ├── sampler    Sampler: runs the sampler process around a trial; writes
  │              trial-<k>.telemetry.csv and its sidecar trial-<k>.telemetry.json
  ├── process    the sampler process itself (python -m fwbench.telemetry.process)
  ├── summary    per-phase power, energy, utilization and temperature for the result JSON
  ├── trace      one trial's series as a table for the report (tables/telemetry_trace.parquet)
- └── idle       idle baseline and the thermal guard
+ ├── idle       idle baseline (per GPU, a CUDA context held) and the thermal guard
+ ├── cuda_context  holds a CUDA context through the driver API (ctypes), for the idle baseline
+ └── machine    the machine's state: governor, turbo, SMT; GPU power limit, clocks, ECC, MIG
 """
 
 from fwbench.telemetry.gpu import load_nvml, normalize_uuid, read_energy_mj, visible_gpu_uuids
