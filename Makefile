@@ -57,6 +57,12 @@ bench-harness: $(INSTALLED)
 bench-telemetry: $(INSTALLED)
 	$(BIN)/python benchmarks/telemetry_overhead.py --blocks 20
 
+# Snakemake's dry-run time and peak memory for plans of ~1,000, 5,000 and 10,000 trials, and a
+# no-op re-run of a finished 1,000-trial run (goals: 10,000 trials and the no-op in <= 10 s each).
+.PHONY: bench-plan
+bench-plan: $(INSTALLED)
+	$(BIN)/python benchmarks/plan_scaling.py --sizes 1000 5000 10000 --noop 1000
+
 test-fast: $(INSTALLED)
 	$(PYTEST) -m "not slow"
 

@@ -6,7 +6,7 @@ Framework-free. A cell's path is results/<run>/cells/<experiment>/<device>/<fram
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 FRAMEWORKS = ("pytorch", "tensorflow")
 STATUSES = ("ok", "oom", "timeout", "unsupported", "error", "crashed")
@@ -82,7 +82,7 @@ class Cell:
         """The cell as JSON; without ``optimizer`` when it has none, so that the settings of a
         cell planned before that axis existed (a trial job's params) stay the same and Snakemake
         reruns none of its trials."""
-        d = asdict(self)
+        d = {name: getattr(self, name) for name in _CELL_FIELDS}  # asdict: 11x slower
         d["input_shape"] = list(self.input_shape)
         if self.optimizer is None:
             del d["optimizer"]
@@ -94,6 +94,9 @@ class Cell:
         values = {k: v for k, v in d.items() if k in names}
         values["input_shape"] = tuple(values["input_shape"])
         return cls(**values)
+
+
+_CELL_FIELDS = [f.name for f in fields(Cell)]
 
 
 @dataclass(frozen=True)

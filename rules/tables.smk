@@ -28,9 +28,12 @@ rule collect_profiles:
         "../scripts/collect_profiles.py"
 
 
+# The trials table by its path, not rules.collect_tables.output: Snakemake hashes a rule's whole
+# input list once per file when the rule also names another rule's output (quadratic: 15 s of a
+# 5,000-trial dry-run).
 rule collect_telemetry_trace:
     input:
-        trials=rules.collect_tables.output.trials,
+        trials=f"{RESULTS}/tables/trials.parquet",
         results=get_trial_results(),
         telemetry=PLAN.trial_paths("telemetry.csv"),
     output:
