@@ -72,6 +72,19 @@ def missing(value) -> bool:
         return False
 
 
+def flag(value) -> bool:
+    """A boolean cell of a table: True, "True" or 1; anything missing is False."""
+    if missing(value):
+        return False
+    return value.strip().lower() == "true" if isinstance(value, str) else bool(value)
+
+
+def is_exploratory(row) -> bool:
+    """The comparison's verdict is only a hint (too few trials, unsteady or drifting ones):
+    fwbench.stats marks it, and every figure and table says so beside the verdict."""
+    return flag(row.get("exploratory"))
+
+
 def outcome(row) -> str:
     """The direction a comparison row supports (ratio > 1: PyTorch slower).
 
@@ -157,9 +170,13 @@ def relative_time(comparisons, failures: dict, folder: Path, *, key="relative_ti
         _draw_ratios(ax, frame, failures, varying)
         file = _save(fig, folder, f"{key}.svg")
     fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(frame).items())
+    hints = sum(is_exploratory(r) for _, r in frame.iterrows())
     caption = (f"{title}: PyTorch's median time divided by TensorFlow's, per matched pair "
                f"({len(frame)} pairs; {fixed}). Left of 1: PyTorch faster. Bars: the ratio's "
-               "confidence interval; colour: the verdict of the comparison. Log scale.")
+               "confidence interval; colour: the verdict of the comparison. Log scale."
+               + (f" Hollow markers and dashed bars: {hints} exploratory comparison(s), whose "
+                  "verdict is a hint only (too few trials, or unsteady or drifting ones)."
+                  if hints else ""))
     return Figure(key, title, caption, file=file, source=source)
 
 
@@ -183,7 +200,7 @@ def _empty():
 
 
 def _draw_ratios(ax, frame, failures: dict, varying: list[str]) -> None:
-    labels, seen = [], set()
+    labels, seen, hints = [], set(), 0
     finite = [float(v) for c in ("ratio", "ratio_ci_low", "ratio_ci_high") if c in frame
               for v in frame[c] if not missing(v) and float(v) > 0]
     low = min(finite + [1.0]) / 1.6
@@ -198,13 +215,15 @@ def _draw_ratios(ax, frame, failures: dict, varying: list[str]) -> None:
             continue
         kind = outcome(row)
         colour = OUTCOME_COLOURS[kind]
+        hint = is_exploratory(row)
         lo, hi = row.get("ratio_ci_low"), row.get("ratio_ci_high")
         if not missing(lo) and not missing(hi):
             ax.plot([float(lo), float(hi)], [y, y], color=colour, linewidth=1.6,
-                    solid_capstyle="butt")
+                    linestyle=HINT_LINE if hint else "-", solid_capstyle="butt")
         ax.plot([float(ratio)], [y], "o", color=colour, markersize=4,
-                label=None if kind in seen else OUTCOME_LABELS[kind])
+                markerfacecolor="white" if hint else colour)
         seen.add(kind)
+        hints += hint
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
     ax.set_xlim(low, high)
@@ -212,8 +231,27 @@ def _draw_ratios(ax, frame, failures: dict, varying: list[str]) -> None:
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.set_xlabel("PyTorch median time / TensorFlow median time (log scale)")
     ax.grid(axis="x", which="both", color="#dddddd", linewidth=0.5)
-    if seen:
-        ax.figure.legend(loc="outside lower center", frameon=False, ncols=len(seen))
+    handles = verdict_handles([k for k in OUTCOME_LABELS if k in seen], hints)
+    if handles:
+        ax.figure.legend(handles=handles, loc="outside lower center", frameon=False,
+                         ncols=len(handles))
+
+
+# An exploratory comparison is drawn hollow and dashed: a hint, not a verdict.
+HINT_LINE = (0, (2, 1.2))
+
+
+def verdict_handles(kinds: list[str], hints: int) -> list:
+    """Legend entries: one filled marker per verdict drawn, and the hollow one for hints."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=OUTCOME_COLOURS[k], marker="o", markersize=4,
+                      label=OUTCOME_LABELS[k]) for k in kinds]
+    if hints:
+        handles.append(Line2D([], [], color="#555555", marker="o", markersize=4,
+                              markerfacecolor="white", linestyle=HINT_LINE,
+                              label="hollow, dashed: exploratory (a hint)"))
+    return handles
 
 
 def _shorten(text: str, limit: int = 60) -> str:

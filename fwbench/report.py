@@ -1065,6 +1065,23 @@ def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFr
                    tests: pd.DataFrame | None = None, trials: pd.DataFrame | None = None,
                    gaps: pd.DataFrame | None = None, scaling: pd.DataFrame | None = None,
                    strategies: pd.DataFrame | None = None) -> dict:
+    """The verdict on one published claim: {verdict, ours, notes, exploratory}.
+
+    ``exploratory`` says why the verdict is only a hint ("" when it is not): it was judged from
+    comparisons the statistics mark exploratory, or from fewer trials than a verdict needs. A
+    hint confirms or contradicts nothing on its own, and the report labels it everywhere.
+    """
+    args = (claim, comparisons, cell_stats, tests, trials, gaps, scaling, strategies)
+    result = _judge_claim(*args)
+    undecided = result["verdict"] in ("not measured", "untestable")
+    result["exploratory"] = "" if undecided else _claim_hint(*args)
+    return result
+
+
+def _judge_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFrame,
+                 tests: pd.DataFrame | None = None, trials: pd.DataFrame | None = None,
+                 gaps: pd.DataFrame | None = None, scaling: pd.DataFrame | None = None,
+                 strategies: pd.DataFrame | None = None) -> dict:
     """The verdict on one published claim: {verdict, ours, notes}.
 
     ``direction`` and ``mixed`` read the comparisons; ``batch_trend`` reads the statistics'
@@ -1112,6 +1129,72 @@ def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFr
              "batch_trend": _judge_batch_trend}[kind]
     verdict, ours = judge(rows, claim)
     return {"verdict": verdict, "ours": ours, "notes": notes}
+
+
+def _claim_hint(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFrame,
+                tests: pd.DataFrame | None, trials: pd.DataFrame | None,
+                gaps: pd.DataFrame | None, scaling: pd.DataFrame | None,
+                strategies: pd.DataFrame | None) -> str:
+    """Why a claim's verdict is only a hint, from the rows its kind was judged on; "" if not."""
+    test = claim["test"]
+    kind, select = test["kind"], test.get("select", {})
+    if kind in ("direction", "mixed", "normality", "telemetry"):
+        rows, _ = _claim_rows(comparisons, select)
+        return _hint_from_comparisons(rows)
+    if kind in ("batch_trend", "power_batch") and tests is not None and "exploratory" in tests:
+        prefix = "Jonckheere" if kind == "batch_trend" else "TOST"
+        rows = tests[(tests["source"] == "patel2023") & (tests["decision"] != "skipped")
+                     & tests["test"].astype(str).str.startswith(prefix)]
+        hints = int(sum(figs.flag(v) for v in rows["exploratory"]))
+        if len(rows):
+            return (f"{hints} of {len(rows)} series have fewer than {MIN_TRIALS_FOR_VERDICT} "
+                    "trials at some batch size" if hints else "")
+    if kind == "batch_trend":
+        rows, _ = _claim_rows(cell_stats, select)
+        return _fewest(rows, ["n_ok"], "trials in a cell")
+    if kind == "gap_explanation" and gaps is not None and len(gaps):
+        rows, _ = _claim_rows(gaps, select)
+        return _fewest(rows, ["n_pytorch", "n_tensorflow"], "trials on a side")
+    if kind in ("strategy_comparison", "scaling"):
+        frame, counts, strategy = ((strategies, ["n_single", "n_multi"], test.get("expect"))
+                                   if kind == "strategy_comparison" else
+                                   (scaling, ["n_baseline", "n_trials"], test.get("strategy")))
+        rows, _ = _distributed_claim_rows(frame, test, strategy, "")
+        return _fewest(rows, counts, "trials of a strategy")
+    if kind in ("first_epoch", "higher", "time_to_accuracy") and trials is not None:
+        frame = real_data_trials(trials, str(select.get("experiment", "convergence")))
+        rows, _ = _claim_rows(frame, select) if len(frame) else ("", [])
+        if isinstance(rows, str) or "cell_id" not in rows:
+            return ""
+        return _fewest(rows.groupby("cell_id").size().rename("n").to_frame(), ["n"],
+                       "ok trials in a cell")
+    return ""
+
+
+def _hint_from_comparisons(rows) -> str:
+    if isinstance(rows, str) or "exploratory" not in rows:
+        return ""
+    rated = rows[[not missing(r) for r in rows["ratio"]]] if "ratio" in rows else rows
+    hints = rated[[figs.flag(v) for v in rated["exploratory"]]]
+    if hints.empty:
+        return ""
+    reasons = sorted({str(r) for r in hints.get("exploratory_reason", []) if not missing(r)
+                      and str(r)})
+    why = f" ({'; '.join(reasons[:2])}{'; …' if len(reasons) > 2 else ''})" if reasons else ""
+    return f"{len(hints)} of {len(rated)} comparisons are exploratory{why}"
+
+
+def _fewest(rows, columns: list[str], what: str) -> str:
+    """"" when every row has at least MIN_TRIALS_FOR_VERDICT in each count column, else why."""
+    if isinstance(rows, str) or rows is None or rows.empty:
+        return ""
+    counts = [pd.to_numeric(rows[c], errors="coerce") for c in columns if c in rows]
+    if not counts:
+        return ""
+    fewest = min(float(c.min()) for c in counts)
+    if missing(fewest) or fewest >= MIN_TRIALS_FOR_VERDICT:
+        return ""
+    return f"as few as {int(fewest)} {what}, fewer than {MIN_TRIALS_FOR_VERDICT}"
 
 
 def _claim_rows(frame: pd.DataFrame, select: dict):
@@ -1487,22 +1570,34 @@ def _judge_scaling(scaling: pd.DataFrame | None, test: dict,
 def claims_section(numbering: Numbering, data: Inputs) -> dict:
     catalog = load_claims()
     rows, per_paper, counts = [], {}, {v: 0 for v in VERDICTS}
+    hints = {v: 0 for v in VERDICTS}
     for claim in catalog["claims"]:
         result = evaluate_claim(claim, data.comparisons, data.cell_stats, data.tests,
                                 data.trials, data.gaps, data.scaling, data.strategies)
         counts[result["verdict"]] += 1
+        hints[result["verdict"]] += bool(result["exploratory"])
         row = {**claim, **result, "verdict_class": result["verdict"].replace(" ", "-"),
                "differences": " ".join([*result["notes"], claim["differences"]]).strip()}
         rows.append(row)
-        per_paper.setdefault(claim["paper"], {v: 0 for v in VERDICTS})[result["verdict"]] += 1
+        tally = per_paper.setdefault(claim["paper"], {v: [0, 0] for v in VERDICTS})
+        tally[result["verdict"]][0] += 1
+        tally[result["verdict"]][1] += bool(result["exploratory"])
     table = {"key": "claims", "number": numbering.next("table"),
              "caption": "Every quantitative claim of the five papers: the paper's words and where "
                         "they stand, what was published, what this run measured, the verdict, "
-                        "and what may explain a difference."}
-    per_paper = {paper: ", ".join(f"{n} {v}" for v, n in tally.items() if n)
+                        "and what may explain a difference. A verdict marked exploratory was "
+                        "drawn from comparisons or trials too few, unsteady or drifting to "
+                        "confirm anything: it is a hint for the next run, not a finding."}
+    per_paper = {paper: ", ".join(_tally(v, n, hint) for v, (n, hint) in tally.items() if n)
                  for paper, tally in per_paper.items()}
-    return {"table": table, "rows": rows, "counts": counts, "papers": catalog["papers"],
-            "per_paper": per_paper}
+    return {"table": table, "rows": rows, "counts": counts, "exploratory": hints,
+            "papers": catalog["papers"], "per_paper": per_paper}
+
+
+def _tally(verdict: str, n: int, exploratory: int) -> str:
+    if not exploratory:
+        return f"{n} {verdict}"
+    return f"{n} {verdict} ({'all' if exploratory == n else exploratory} exploratory)"
 
 
 
@@ -2329,7 +2424,7 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
     context["tables"]["failures"] = failure_table(numbering, data)
     context["tables"]["tests"] = tests_table(numbering, data)
     context["method"] = method(data, facts)
-    context["abstract"] = abstract(data, facts, soft, context["claims"]["counts"],
+    context["abstract"] = abstract(data, facts, soft, context["claims"],
                                    context["tables"]["failures"])
     context["threats"] = threats(data, facts, soft)
     context["title"] = "PyTorch and TensorFlow, measured: " + (facts["run"] or "run")
@@ -2360,8 +2455,8 @@ def method(data: Inputs, facts: dict) -> dict:
     }
 
 
-def abstract(data: Inputs, facts: dict, soft: list[dict], counts: dict, failures: dict) -> list:
-    out = []
+def abstract(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures: dict) -> list:
+    out, counts, hints = [], claims["counts"], claims["exploratory"]
     versions = _join(f"{s['label']} {s['version']}" for s in soft) or "no framework"
     out.append(
         f"We measured {facts['n_cells']} cells ({_join(facts['models']) or 'no model'}; "
@@ -2379,18 +2474,31 @@ def abstract(data: Inputs, facts: dict, soft: list[dict], counts: dict, failures
             f"faster in {kinds.count('pytorch_faster')} of {len(kinds)} matched pairs, "
             f"TensorFlow in {kinds.count('tensorflow_faster')}; "
             f"{kinds.count('equivalent')} were equivalent and "
-            f"{kinds.count('inconclusive')} inconclusive.")
+            f"{kinds.count('inconclusive')} inconclusive"
+            + _exploratory_clause(rated) + ".")
     else:
         out.append("No matched pair produced a PyTorch/TensorFlow ratio in this run.")
-    judged = ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v])
+    judged = ", ".join(_tally(v, counts[v], hints[v]) for v in VERDICTS if counts[v])
     out.append(f"Of the {sum(counts.values())} quantitative claims of the five source papers: "
                f"{judged}.")
+    if sum(hints.values()):
+        out.append(f"The {sum(hints.values())} exploratory verdicts rest on too few trials (or on "
+                   "unsteady or drifting ones) to confirm or contradict a paper: they are hints "
+                   "for a run with more trials, not findings.")
     if failures["rows"]:
         statuses = pd.Series([r[2] for r in failures["rows"]]).value_counts().sort_index()
         out.append(f"{len(failures['rows'])} trials did not end ok ("
                    + _join(f"{n} {s}" for s, n in statuses.items())
                    + f"); Table {failures['number']} gives each with its reason.")
     return out
+
+
+def _exploratory_clause(rated: pd.DataFrame) -> str:
+    hints = sum(figs.is_exploratory(r) for _, r in rated.iterrows())
+    if not hints:
+        return ""
+    every = "every one of these verdicts is" if hints == len(rated) else f"{hints} of them are"
+    return f"; {every} exploratory, a hint rather than a finding"
 
 
 def _pair_name(row) -> str:

@@ -34,6 +34,7 @@ from scipy import stats as sps
 from scipy.special import ndtr, ndtri
 
 from fwbench.results import AXES, AXIS_DEFAULTS
+from fwbench.trial_quality import exploratory_reasons
 
 __all__ = [
     "summarize", "trial_statistics", "cell_summaries", "compare_pairs", "comparison_tests",
@@ -101,12 +102,12 @@ COMPARISON_COLUMNS = [
     "ratio_hl", "ratio_method", "family_size", "mannwhitney_u", "mannwhitney_p",
     "mannwhitney_method", "p_adjusted", "cliffs_delta", "cliffs_magnitude",
     "n_blocks", "blocks_wilcoxon_p", "rope_low", "rope_high", "verdict", "exploratory",
-    "verdict_note",
+    "exploratory_reason", "verdict_note",
 ]
 TEST_COLUMNS = [
     "family", "source", "hypothesis", "test", "variant", "scope", "phase", "metric", "n",
     "statistic", "estimate", "ci_low", "ci_high", "p", "p_corrected", "correction", "decision",
-    "note",
+    "exploratory", "note",
 ]
 
 
@@ -790,28 +791,27 @@ def compare_pairs(per_trial: pd.DataFrame, *, confidence: float = 0.95, rope: fl
         _, i, j = np.intersect1d(pt["trial"], tf["trial"], return_indices=True)
         _, p_blocks, _ = _signed_rank(np.log(a[i]) - np.log(b[j]))
         delta = cliffs_delta(a, b)
+        reasons = exploratory_reasons(a.size, b.size, min_trials_for_verdict)
         row.update(
             n_pytorch=a.size, n_tensorflow=b.size,
             median_pytorch_ns=float(np.median(a)), median_tensorflow_ns=float(np.median(b)),
             cliffs_delta=delta, cliffs_magnitude=cliffs_magnitude(delta),
             n_blocks=len(i), blocks_wilcoxon_p=p_blocks,
-            exploratory=bool(min(a.size, b.size) < min_trials_for_verdict),
+            exploratory=bool(reasons), exploratory_reason="; ".join(reasons),
         )
         rows.append(row)
     if not rows:
         return pd.DataFrame(columns=COMPARISON_COLUMNS)
     out = pd.DataFrame(rows)
     out["ratio_ci_family_level"] = out.groupby("family")["ratio_ci_level"].transform(family_level)
-    out["verdict_note"] = [_comparison_note(r, confidence, min_trials_for_verdict)
-                           for r in out.itertuples()]
+    out["verdict_note"] = [_comparison_note(r, confidence) for r in out.itertuples()]
     return out[COMPARISON_COLUMNS]
 
 
-def _comparison_note(r, confidence: float, min_trials: int) -> str:
+def _comparison_note(r, confidence: float) -> str:
     note = r.verdict_note
     if r.exploratory:
-        note = (f"exploratory: {min(r.n_pytorch, r.n_tensorflow)} trials on the smaller side, "
-                f"fewer than {min_trials}; " + note)
+        note = f"exploratory ({r.exploratory_reason}): a hint, not a verdict; " + note
     if r.family_size > 1:
         note += (f"; interval at {r.ratio_ci_level:.2%} (Bonferroni over the family's "
                  f"{r.family_size} comparisons: together at least {r.ratio_ci_family_level:.1%})")
@@ -849,14 +849,14 @@ def comparison_tests(comparisons: pd.DataFrame, confidence: float = 0.95) -> lis
             statistic=r.mannwhitney_u, estimate=r.ratio, ci_low=r.ratio_ci_low,
             ci_high=r.ratio_ci_high, p=r.mannwhitney_p, correction="bonferroni",
             decision="reject H0" if r.p_adjusted <= alpha else "do not reject H0",
-            note=f"estimate: ratio of medians; interval: the verdict's (Bonferroni level); "
+            exploratory=r.exploratory, note=f"estimate: ratio of medians; interval: the verdict's (Bonferroni level); "
                  f"verdict {r.verdict}"))
         rows.append(_test_row(
             family=f"comparison-blocks/{r.family}", source="fwbench",
             hypothesis="within interleaved blocks the PyTorch/TensorFlow log ratio is centred on 0",
             test="Wilcoxon signed-rank, two-sided", variant="paired over blocks (trial k with k)",
             scope=r.pair_id, phase=r.phase, metric="time", n=str(r.n_blocks),
-            p=r.blocks_wilcoxon_p, correction="holm",
+            p=r.blocks_wilcoxon_p, correction="holm", exploratory=r.exploratory,
             note="valid pairing: trial k of both frameworks ran next to each other in time"))
     return rows
 
@@ -1075,17 +1075,19 @@ def _scope(k: dict) -> str:
 
 
 def patel2023_tests(per_trial: pd.DataFrame, *, confidence: float = 0.95,
-                    rope: float = 0.05) -> list[dict]:
+                    rope: float = 0.05, min_trials_for_verdict: int = 7) -> list[dict]:
     """patel2023: inference time per sample against batch size (Jonckheere-Terpstra, decreasing),
     the batch size past which it stops improving, and "batch size does not affect power" as an
-    equivalence test (TOST on the power ratio to the smallest batch, intersection-union)."""
+    equivalence test (TOST on the power ratio to the smallest batch, intersection-union). A
+    series with fewer than ``min_trials_for_verdict`` trials at some batch size is exploratory."""
     rows = []
     for k, group in _trend_groups(per_trial, "infer"):
         fam = f"patel2023/{k['experiment']}/{k['device']}"
-        base = dict(source="patel2023", scope=_scope(k), phase="infer",
-                    metric="time per sample")
         by_batch = {int(b): (g["trial_median_ns"].to_numpy(float) / int(b))
                     for b, g in group.groupby("batch_size")}
+        fewest = min(v.size for v in by_batch.values())
+        base = dict(source="patel2023", scope=_scope(k), phase="infer",
+                    metric="time per sample", exploratory=fewest < min_trials_for_verdict)
         batches = sorted(by_batch)
         if len(batches) < 2:
             rows.append(_test_row(**base, family=fam + "/trend", hypothesis="trend",
@@ -1113,11 +1115,13 @@ def patel2023_tests(per_trial: pd.DataFrame, *, confidence: float = 0.95,
                       else f"plateau at {plateau}"),
             note="median time per sample (ns) by batch size: " + ", ".join(
                 f"{b}: {m:.4g}" for b, m in zip(batches, medians))))
-    rows += _power_rows(per_trial, confidence=confidence, rope=rope)
+    rows += _power_rows(per_trial, confidence=confidence, rope=rope,
+                        min_trials=min_trials_for_verdict)
     return rows
 
 
-def _power_rows(per_trial: pd.DataFrame, *, confidence: float, rope: float) -> list[dict]:
+def _power_rows(per_trial: pd.DataFrame, *, confidence: float, rope: float,
+                min_trials: int = 7) -> list[dict]:
     label, candidates = TELEMETRY_METRICS["power"]
     column = _present(per_trial, candidates)
     hyp = f"batch size does not affect power: every batch within ±{rope:.0%} of the smallest"
@@ -1142,6 +1146,7 @@ def _power_rows(per_trial: pd.DataFrame, *, confidence: float, rope: float) -> l
                     for b, g in group.groupby("batch_size")}
         by_batch = {b: v for b, v in by_batch.items() if v.size}
         batches = sorted(by_batch)
+        base["exploratory"] = bool(by_batch) and min(v.size for v in by_batch.values()) < min_trials
         if len(batches) < 2 or any(by_batch[b].size < 2 for b in batches):
             rows.append(_test_row(**base, decision="skipped",
                                   note="needs two or more batch sizes with two or more trials"))
@@ -1198,17 +1203,27 @@ def geometric_mean_ratio(pairs, *, confidence: float = 0.95, n_boot: int = 2000,
 
 
 def geometric_mean_tests(per_trial: pd.DataFrame, *, confidence: float = 0.95,
-                         rope: float = 0.05, n_boot: int = 2000, seed: int = 0) -> list[dict]:
-    """One row per family (experiment×device×phase): geometric mean of the ratios of medians."""
+                         rope: float = 0.05, n_boot: int = 2000, seed: int = 0,
+                         comparisons: pd.DataFrame | None = None) -> list[dict]:
+    """One row per family (experiment×device×phase): geometric mean of the ratios of medians.
+
+    Exploratory when any of its comparisons is (``comparisons``: compare_pairs' table), since
+    a mean of hints is a hint."""
     by_family: dict = {}
     for _, pair_id, pt, tf in _arms(per_trial):
         by_family.setdefault(_family(pt.iloc[0]), []).append(
             (pt["trial_median_ns"].to_numpy(float), tf["trial_median_ns"].to_numpy(float)))
+    hints = (comparisons[comparisons["exploratory"].astype(bool)]
+             if comparisons is not None and len(comparisons) else pd.DataFrame(columns=["family"]))
     rows = []
     for fam, pairs in sorted(by_family.items()):
         gm = geometric_mean_ratio(pairs, confidence=confidence, n_boot=n_boot, seed=seed)
         decision, note = verdict(gm.low, gm.high, rope=rope)
-        rows.append(_test_row(
+        n_hints = int((hints["family"] == fam).sum())
+        if n_hints:
+            note = (f"exploratory: {n_hints} of its {len(pairs)} comparisons are exploratory; "
+                    + note)
+        rows.append(_test_row(exploratory=bool(n_hints),
             family=f"geomean/{fam}", source="fwbench",
             hypothesis="across these cells, PyTorch and TensorFlow take the same time",
             test="geometric mean of ratios", variant=gm.method, scope=fam,
@@ -1238,6 +1253,7 @@ def _finish_tests(rows: list[dict], alpha: float) -> pd.DataFrame:
     tests.loc[power, "decision"] = np.where(
         tests.loc[power, "p_corrected"] < alpha, "equivalent", "not shown equivalent")
     tests["decision"] = tests["decision"].fillna("")
+    tests["exploratory"] = tests["exploratory"].fillna(False).astype(bool)
     return tests
 
 
@@ -1278,8 +1294,9 @@ def summarize(trials: pd.DataFrame, iterations: pd.DataFrame, *, confidence: flo
                                 min_trials_for_verdict=min_trials_for_verdict)
     rows = (comparison_tests(comparisons, confidence)
             + florencio2019_tests(trials, per_trial, iterations, seed=seed)
-            + patel2023_tests(per_trial, confidence=confidence, rope=rope)
+            + patel2023_tests(per_trial, confidence=confidence, rope=rope,
+                              min_trials_for_verdict=min_trials_for_verdict)
             + geometric_mean_tests(per_trial, confidence=confidence, rope=rope, n_boot=n_boot,
-                                   seed=seed))
+                                   seed=seed, comparisons=comparisons))
     return {"cells": cells, "comparisons": comparisons,
             "tests": _finish_tests(rows, 1.0 - confidence)}

@@ -551,7 +551,7 @@ def test_mixed_and_equivalent_verdicts():
 def test_pending_and_untestable_claims_carry_their_reason():
     pending = {"id": "p", "test": {"kind": "pending", "needs": "GPU power telemetry"}}
     result = evaluate_claim(pending, pd.DataFrame(), pd.DataFrame())
-    assert result == {"verdict": "not measured", "notes": [],
+    assert result == {"verdict": "not measured", "notes": [], "exploratory": "",
                       "ours": "not measured in this run: needs GPU power telemetry"}
     untestable = {"id": "u", "test": {"kind": "untestable", "reason": "no model named"}}
     assert evaluate_claim(untestable, pd.DataFrame(), pd.DataFrame())["verdict"] == "untestable"
