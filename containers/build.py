@@ -99,7 +99,8 @@ def find_variant() -> str:
 
 
 def source_date(paths: list[Path]) -> int:
-    """The commit date of the last commit touching the recipe: fixed for one recipe and lock."""
+    """The date of the last commit touching what goes into the image (recipe, lock, label
+    writer): the same for every build of one recipe and lock, unlike the clock; 0 outside git."""
     try:
         stamp = output(["git", "-C", str(HERE), "log", "-1", "--format=%ct", "--",
                         *map(str, paths)])
@@ -209,7 +210,8 @@ def build_one(framework: str, args, base_id: str, out: Path) -> dict:
     package = next(p for p in PACKAGES[framework] if p in pins)
     version = pins[package][0]
     tag = f"localhost/fwbench-{framework}:{PACKAGES[framework][0]}{version}-{args.variant}-py3.11"
-    epoch = source_date([HERE / framework, HERE / "write_label.py"])
+    recipe = HERE / framework / (f"{framework}.def" if args.engine == "apptainer" else "Dockerfile")
+    epoch = source_date([recipe, lock, HERE / "write_label.py"])
     build_args = {"BASE_IMAGE": args.base, "BASE_DIGEST": base_id, "PYTHON": args.python,
                   "VARIANT": args.variant, "INDEX_URL": args.index_url or "", "IMAGE": tag,
                   "SOURCE_DATE_EPOCH": str(epoch)}

@@ -142,6 +142,7 @@ def write_lock(lock: dict, path: str | os.PathLike, header: str = LOCK_HEADER) -
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)   # a lock is read by everyone (mkstemp makes it private)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -557,7 +558,9 @@ def check_image(framework: str, lock_path: str | os.PathLike | None = None,
     entry = load_lock(path)["images"][framework]
     label = read_label(environ) or {}
     found = _framework_location(framework, entry["package"])
-    pip = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
+    # The image's own packages: without PYTHONPATH, which adds the work tree's fwbench.
+    pip = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True,
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     module = MODULES[framework]
     imported = subprocess.run(
         [sys.executable, "-c", f"import {module}; print({module}.__version__)"],

@@ -9,6 +9,7 @@ apptainer calls Snakemake makes into `podman run` of the same image. Without tho
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -163,8 +164,8 @@ def test_each_trial_records_the_digest_podman_holds_and_versions_read_inside(swe
 
 def test_the_audit_lists_the_images_packages(sweep, lock):
     workdir, _ = sweep
-    rows = list(__import__("csv").DictReader(
-        (workdir / "results" / "tiny" / "audit" / "versions.csv").open()))
+    with (workdir / "results" / "tiny" / "audit" / "versions.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
     for framework, entry in lock["images"].items():
         mine = {r["item"]: r["value"] for r in rows if r["framework"] == framework}
         assert mine["image digest"] == entry["digest"]
@@ -174,15 +175,16 @@ def test_the_audit_lists_the_images_packages(sweep, lock):
 
 def test_no_host_site_packages_or_user_site_inside(sweep):
     """The exact apptainer call Snakemake made for a trial, with the command swapped for a probe:
-    the host's environment, its site-packages and ~/.local stay out."""
+    the host's environment stays out, and Python sees only the image's packages and the work
+    tree's fwbench: no host site-packages and no ~/.local on its path, nothing importable from
+    them (the files of a bound tree, such as a .venv in it, are there, as with Apptainer)."""
     workdir, _ = sweep
     call = _calls(workdir / "shim.log")[0]
     host_site = [p for p in sys.path if p.endswith("site-packages")]
     probe = ("import importlib.util as u, json, os, site, sys; print(json.dumps({"
              "'path': sys.path, 'user_site': site.ENABLE_USER_SITE, "
              "'leak': u.find_spec('fwbench_leak_probe') is not None, "
-             "'snakemake': u.find_spec('snakemake') is not None, "
-             f"'host_site_exists': [p for p in {host_site!r} if os.path.exists(p)], "
+             "'host_only': [m for m in ('snakemake', 'matplotlib', 'scipy') if u.find_spec(m)], "
              "'home': os.environ['HOME'], 'leaked_var': 'LEAKED_HOST_VARIABLE' in os.environ}))")
     argv = [*call["argv"][:-1], f"python -c {shlex.quote(probe)}"]
     env = _environ(workdir, BUILT, workdir / "probe.log")
@@ -194,9 +196,10 @@ def test_no_host_site_packages_or_user_site_inside(sweep):
     assert seen["home"] == str(workdir)                  # the job's home: the working directory
     assert (workdir / ".local" / "lib" / "python3.11" / "site-packages").is_dir()
     assert seen["leak"] is False and seen["user_site"] is False
-    assert seen["snakemake"] is False and seen["host_site_exists"] == []
-    assert seen["leaked_var"] is False
+    assert seen["host_only"] == [] and seen["leaked_var"] is False
     assert not [p for p in seen["path"] if p in host_site or ".local" in p]
+    assert all(p.startswith(("/opt/venv/", "/usr/lib/python3")) for p in seen["path"]
+               if p not in ("", str(REPO))), seen["path"]
 
 
 # --- containerised against native: the same cell, interleaved --------------------------------
