@@ -36,6 +36,7 @@ from fwbench.cells import REAL_DATA
 from fwbench.figures import missing, outcome
 from fwbench.images import DIGEST
 from fwbench.stats import hodges_lehmann, median_ci
+from fwbench.trial_quality import adjacency_summary, steadiness_summary
 from fwbench.telemetry.trace import CHOICE
 
 REPORT_DIR = Path(__file__).resolve().parent.parent / "report"
@@ -2450,9 +2451,47 @@ def method(data: Inputs, facts: dict) -> dict:
         "ratio_methods": _unique(comparisons, "ratio_method"),
         "corrections": corrections,
         "families": _unique(data.tests, "family"),
-        "exploratory": int(comparisons["exploratory"].fillna(False).astype(bool).sum())
+        "exploratory": sum(figs.is_exploratory(r) for _, r in comparisons.iterrows())
         if "exploratory" in comparisons else 0,
+        "pairs": _adjacency_sentence(adjacency_summary(trials)),
+        "steadiness": _steadiness_sentence(steadiness_summary(trials, data.cell_stats,
+                                                              comparisons)),
     }
+
+
+def _adjacency_sentence(summary: dict) -> str:
+    """How many interleaved pairs really ran back to back, as the trials recorded it."""
+    n = summary["pairs"]
+    if not n:
+        return ""
+    if not summary["recorded"]:
+        return (f"Whether the two trials of each of the {n} pairs ran back to back was not "
+                "recorded in this run (its trials table has no `pair_adjacent` column), so the "
+                "paired blocks test pairs all of them, as planned.")
+    text = (f"{summary['adjacent']} of {n} pairs (trial k of PyTorch and of TensorFlow) ran "
+            "back to back, with no other trial between them")
+    if summary["adjacent"] < n:
+        gaps = [f"{int(summary['max_pair_gap_trials'])} trials"
+                if "max_pair_gap_trials" in summary else "",
+                fmt_duration(summary["max_pair_gap_s"] * 1e9)
+                if "max_pair_gap_s" in summary else ""]
+        gaps = ", ".join(g for g in gaps if g)
+        text += f" (the widest gap: {gaps})" if gaps else ""
+        text += "; the paired blocks test uses only the adjacent ones"
+    return text + "."
+
+
+def _steadiness_sentence(summary: dict) -> str:
+    """How many ok trials cannot support a verdict, and the comparisons they make exploratory."""
+    if summary["unsteady"] is None or not summary["ok"]:
+        return ""
+    text = (f"Of the {summary['ok']} ok trials, {summary['unsteady']} never reached a steady "
+            f"warm-up and {summary['drifting']} drift within their timed iterations "
+            f"({summary['drift_source']})")
+    if summary["comparisons"]:
+        text += (f"; the {summary['comparisons']} comparison(s) that include such a trial are "
+                 "exploratory, whatever their trial count")
+    return text + "."
 
 
 def abstract(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures: dict) -> list:

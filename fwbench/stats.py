@@ -34,7 +34,8 @@ from scipy import stats as sps
 from scipy.special import ndtr, ndtri
 
 from fwbench.results import AXES, AXIS_DEFAULTS
-from fwbench.trial_quality import exploratory_reasons
+from fwbench.trial_quality import (adjacency_recorded, adjacent, count_false, count_true,
+                                   exploratory_reasons, recorded_drift)
 
 __all__ = [
     "summarize", "trial_statistics", "cell_summaries", "compare_pairs", "comparison_tests",
@@ -101,7 +102,8 @@ COMPARISON_COLUMNS = [
     "ratio", "ratio_ci_low", "ratio_ci_high", "ratio_ci_level", "ratio_ci_family_level",
     "ratio_hl", "ratio_method", "family_size", "mannwhitney_u", "mannwhitney_p",
     "mannwhitney_method", "p_adjusted", "cliffs_delta", "cliffs_magnitude",
-    "n_blocks", "blocks_wilcoxon_p", "rope_low", "rope_high", "verdict", "exploratory",
+    "n_pairs", "n_pairs_adjacent", "n_blocks", "blocks_wilcoxon_p", "unsteady_trials",
+    "drift_trials", "rope_low", "rope_high", "verdict", "exploratory",
     "exploratory_reason", "verdict_note",
 ]
 TEST_COLUMNS = [
@@ -540,17 +542,23 @@ def _drift(t: np.ndarray) -> tuple[bool, float]:
 
 def trial_statistics(trials: pd.DataFrame, iterations: pd.DataFrame) -> pd.DataFrame:
     """One row per ok trial: its iteration median (the unit of replication), mean, standard
-    deviation, number of iterations, Tukey outliers among its iterations, and drift."""
+    deviation, number of iterations, Tukey outliers among its iterations, and drift (the
+    trial's own ``drift_detected`` where the harness recorded it, else ``_drift`` of its
+    timed iterations)."""
     ok = trials[trials["status"] == "ok"].copy()
     groups = _iteration_groups(iterations)
+    recorded = recorded_drift(ok)
     rows = []
-    for rec in ok.itertuples(index=False):
+    for rec, harness_drift in zip(ok.itertuples(index=False), recorded):
         t = groups.get((rec.run, rec.cell_id, rec.trial))
         if t is None or t.size == 0:
             median = float(rec.median_ns) if pd.notna(rec.median_ns) else math.nan
-            rows.append((median, math.nan, math.nan, 0, 0, False, 0.0))
+            rows.append((median, math.nan, math.nan, 0, 0,
+                         False if harness_drift is pd.NA else bool(harness_drift), 0.0))
             continue
         drifting, change = _drift(t)
+        if harness_drift is not pd.NA:  # the harness's own test, where it recorded one
+            drifting = bool(harness_drift)
         rows.append((float(np.median(t)), float(t.mean()),
                      float(t.std(ddof=1)) if t.size > 1 else math.nan,
                      int(t.size), tukey_outliers(t), drifting, change))
@@ -778,7 +786,9 @@ def compare_pairs(per_trial: pd.DataFrame, *, confidence: float = 0.95, rope: fl
                   min_trials_for_verdict: int = 7) -> pd.DataFrame:
     """comparisons.csv: one row per matched pair with ok trials on both sides, each decided by
     its interval at the family's Bonferroni level (``compare_samples``)."""
-    arms = list(_arm_arrays(per_trial, ["trial_median_ns"]))
+    arms = list(_arm_arrays(per_trial, ["trial_median_ns", "warmup_steady", "trial_drift",
+                                        "pair_adjacent"]))
+    recorded = adjacency_recorded(per_trial)
     families = [_family(axes) for _, _, axes, _, _ in arms]
     sizes = {f: families.count(f) for f in set(families)}
     rows = []
@@ -789,20 +799,33 @@ def compare_pairs(per_trial: pd.DataFrame, *, confidence: float = 0.95, rope: fl
         row.update(compare_samples(a, b, family_size=sizes[family], confidence=confidence,
                                    rope=rope))
         _, i, j = np.intersect1d(pt["trial"], tf["trial"], return_indices=True)
+        n_adjacent = math.nan
+        if recorded:  # pair only the trials that really ran back to back
+            keep = adjacent(pt["pair_adjacent"][i], tf["pair_adjacent"][j])
+            n_adjacent = int(keep.sum())
+            i, j = i[keep], j[keep]
         _, p_blocks, _ = _signed_rank(np.log(a[i]) - np.log(b[j]))
         delta = cliffs_delta(a, b)
-        reasons = exploratory_reasons(a.size, b.size, min_trials_for_verdict)
+        flags = {c: np.concatenate([pt[c], tf[c]]) if c in pt else []
+                 for c in ("warmup_steady", "trial_drift")}
+        reasons = exploratory_reasons(a.size, b.size, min_trials_for_verdict,
+                                      unsteady=count_false(flags["warmup_steady"]),
+                                      drifting=count_true(flags["trial_drift"]))
         row.update(
             n_pytorch=a.size, n_tensorflow=b.size,
             median_pytorch_ns=float(np.median(a)), median_tensorflow_ns=float(np.median(b)),
             cliffs_delta=delta, cliffs_magnitude=cliffs_magnitude(delta),
-            n_blocks=len(i), blocks_wilcoxon_p=p_blocks,
+            n_pairs=int(np.intersect1d(pt["trial"], tf["trial"]).size),
+            n_pairs_adjacent=n_adjacent, n_blocks=len(i), blocks_wilcoxon_p=p_blocks,
+            unsteady_trials=count_false(flags["warmup_steady"]),
+            drift_trials=count_true(flags["trial_drift"]),
             exploratory=bool(reasons), exploratory_reason="; ".join(reasons),
         )
         rows.append(row)
     if not rows:
         return pd.DataFrame(columns=COMPARISON_COLUMNS)
     out = pd.DataFrame(rows)
+    out["n_pairs_adjacent"] = out["n_pairs_adjacent"].astype("Int64")
     out["ratio_ci_family_level"] = out.groupby("family")["ratio_ci_level"].transform(family_level)
     out["verdict_note"] = [_comparison_note(r, confidence) for r in out.itertuples()]
     return out[COMPARISON_COLUMNS]
@@ -857,8 +880,16 @@ def comparison_tests(comparisons: pd.DataFrame, confidence: float = 0.95) -> lis
             test="Wilcoxon signed-rank, two-sided", variant="paired over blocks (trial k with k)",
             scope=r.pair_id, phase=r.phase, metric="time", n=str(r.n_blocks),
             p=r.blocks_wilcoxon_p, correction="holm", exploratory=r.exploratory,
-            note="valid pairing: trial k of both frameworks ran next to each other in time"))
+            note=_blocks_note(r.n_pairs, r.n_pairs_adjacent)))
     return rows
+
+
+def _blocks_note(pairs: int, adjacent_pairs) -> str:
+    if pd.isna(adjacent_pairs):
+        return (f"pairs trial k of both frameworks, planned back to back; this run did not "
+                f"record whether they were, so all {pairs} pairs are used")
+    return (f"pairs trial k of both frameworks where they ran back to back: {adjacent_pairs} "
+            f"of {pairs} pairs did, only those are used")
 
 
 def _normality_rows(x, *, base: dict, label: str) -> list[dict]:
@@ -978,6 +1009,18 @@ def _florencio_battery(a, b, *, base: dict, label: str, rng, trial_level: bool,
     return rows
 
 
+def _adjacent_blocks(pt: pd.DataFrame, tf: pd.DataFrame,
+                     column: str = "trial_median_ns") -> pd.DataFrame:
+    """Trial k of both frameworks side by side (``column`` suffixed _pt and _tf): the pairs that
+    ran back to back where the run recorded it (``pair_adjacent``), else every pair present on
+    both sides."""
+    columns = ["trial", column, *(["pair_adjacent"] if "pair_adjacent" in pt else [])]
+    blocks = pd.merge(pt[columns], tf[columns], on="trial", suffixes=("_pt", "_tf"))
+    if adjacency_recorded(pt) or adjacency_recorded(tf):
+        blocks = blocks[adjacent(blocks["pair_adjacent_pt"], blocks["pair_adjacent_tf"])]
+    return blocks
+
+
 def _present(trials: pd.DataFrame, columns) -> str | None:
     for c in columns:
         if c in trials.columns and trials[c].notna().any():
@@ -1014,8 +1057,7 @@ def florencio2019_tests(trials: pd.DataFrame, per_trial: pd.DataFrame,
                      for r, c, t in zip(rows_["run"], rows_["cell_id"], rows_["trial"])]
             return np.concatenate(parts) if parts else np.array([])
 
-        blocks = pd.merge(pt[["trial", "trial_median_ns"]], tf[["trial", "trial_median_ns"]],
-                          on="trial", suffixes=("_pt", "_tf"))
+        blocks = _adjacent_blocks(pt, tf)
         rows += _florencio_battery(
             pooled(pt), pooled(tf), base=dict(base, metric="time"),
             label=f"execution time ({first['phase']}, pooled iterations)", rng=rng,
@@ -1031,12 +1073,12 @@ def florencio2019_tests(trials: pd.DataFrame, per_trial: pd.DataFrame,
                 continue
             a = pt[column].to_numpy(float)
             b = tf[column].to_numpy(float)
-            merged = pd.merge(pt[["trial", column]], tf[["trial", column]], on="trial")
+            merged = _adjacent_blocks(pt, tf, column)
             rows += _florencio_battery(
                 a[np.isfinite(a)], b[np.isfinite(b)], base=dict(base, metric=column),
                 label=f"{label} ({first['phase']}, one value per trial)", rng=rng,
                 trial_level=True,
-                blocks=(merged[f"{column}_x"] - merged[f"{column}_y"]).dropna().to_numpy(float))
+                blocks=(merged[f"{column}_pt"] - merged[f"{column}_tf"]).dropna().to_numpy(float))
     rows += _not_measured_rows(trials, "florencio2019")
     return rows
 

@@ -409,7 +409,10 @@ def test_shifted_sample_is_detected(slower_pytorch):
     comparisons = frames["comparisons"]
     assert len(comparisons) == 6
     assert (comparisons["verdict"] == "tensorflow_faster").all()
-    assert not comparisons["exploratory"].any()
+    # 10 trials a side; iid iterations (5% noise) let an odd trial pass the drift test, and a
+    # comparison with a drifting trial is a hint only
+    assert not comparisons["exploratory_reason"].str.contains("fewer than").any()
+    assert (comparisons["exploratory"] == (comparisons["drift_trials"] > 0)).all()
     assert (comparisons["ratio_ci_low"] > 1).all()
     assert comparisons["ratio"].between(1.15, 1.45).all()
     assert (comparisons["cliffs_delta"] > 0.9).all()
