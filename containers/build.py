@@ -309,6 +309,10 @@ def main(argv=None) -> int:
     for framework in args.frameworks:
         lock["images"][framework] = build_one(framework, args, base_id, args.out)
         images.write_lock(lock, lock_path, header=images.LOCAL_LOCK_HEADER)
+        for stale in args.out.glob(f"fwbench-{framework}-*"):   # earlier builds: no lock names them
+            if stale.name != lock["images"][framework]["file"]:
+                log(f"removing {stale.name} (an earlier build)")
+                stale.unlink()
     print(json.dumps({f: {k: e[k] for k in ("digest", "file", "size_bytes", "build_seconds")}
                       for f, e in lock["images"].items()}, indent=1))
     log(f"wrote {lock_path}: `snakemake --cores 1 --use-singularity` now runs these images")

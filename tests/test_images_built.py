@@ -13,6 +13,7 @@ import csv
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import statistics
@@ -34,7 +35,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     reason="needs images built here: make test-containers (root, Podman)")]
 SHIM = REPO / "scripts" / "containers"
 PODMAN = ["podman", "--runtime", "runc"]
-LIMITS = (os.environ.get("APPTAINER_ON_PODMAN_ULIMITS") or "").split()
+# As the shim passes them: $APPTAINER_SHIM_ULIMITS where the engine refuses the host's.
+LIMITS = (os.environ.get("APPTAINER_SHIM_ULIMITS") or " ".join(
+    f"{name}={soft}:{hard}" for name, (soft, hard) in
+    (("nofile", resource.getrlimit(resource.RLIMIT_NOFILE)),
+     ("nproc", resource.getrlimit(resource.RLIMIT_NPROC))))).split()
 # Distributions of the host's environment that the images do not hold.
 HOST_ONLY = ("snakemake", "matplotlib", "scipy", "pyarrow")
 
@@ -77,7 +82,7 @@ def test_each_image_holds_what_its_lock_says(lock, framework):
 
 def _environ(workdir: Path, lock_path, log: Path) -> dict:
     return {**os.environ, "PATH": f"{SHIM}{os.pathsep}{BIN}{os.pathsep}{os.environ['PATH']}",
-            "FWBENCH_IMAGES_LOCK": str(lock_path), "APPTAINER_ON_PODMAN_LOG": str(log),
+            "FWBENCH_IMAGES_LOCK": str(lock_path), "APPTAINER_SHIM_LOG": str(log),
             "LEAKED_HOST_VARIABLE": "must not reach a job",
             "PYTHONPATH": str(workdir / "host-only")}
 
@@ -130,7 +135,7 @@ def test_every_benchmark_job_and_nothing_else_ran_in_its_image(sweep, lock):
         assert call["image_id"] == lock["images"][framework]["digest"]
         assert engine_holds(call["image_id"])
         assert {"--nv", "--cleanenv"} <= set(call["flags"])
-        assert call["podman"][:4] == [*PODMAN, "run"]
+        assert call["engine"][:4] == [*PODMAN, "run"]
     for rule in ("measure_idle", "collect_tables", "summarise_results", "build_report",
                  "audit_versions"):
         assert re.search(rf"rule {rule}:", proc.stdout + proc.stderr), rule

@@ -30,7 +30,7 @@ argv = [a for a in sys.argv[1:] if a not in ("--runtime", "runc")]
 with open(os.environ["FAKE_PODMAN_LOG"], "a") as f:
     f.write(json.dumps(argv) + "\n")
 image_id = os.environ["FAKE_PODMAN_ID"]
-if argv[:2] == ["image", "exists"]:
+if argv[:2] == ["image", "inspect"] and "--format" not in argv:
     sys.exit(0 if argv[2] == image_id else 1)
 if argv[:2] == ["image", "inspect"]:
     if "{{json .Config.Env}}" in argv:
@@ -68,7 +68,7 @@ def fake_podman(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_PODMAN_LOG", str(tmp_path / "podman.log"))
     monkeypatch.setenv("FAKE_PODMAN_ID", IMAGE_ID)
-    monkeypatch.setenv("APPTAINER_ON_PODMAN", str(bin_dir / "podman"))
+    monkeypatch.setenv("APPTAINER_SHIM_ENGINE", str(bin_dir / "podman"))
     return tmp_path / "podman.log"
 
 
@@ -217,7 +217,7 @@ def shim(*args: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_the_shim_pulls_an_archive_once_and_names_the_image_id(tmp_path, fake_podman):
     archive = docker_archive(tmp_path / "image.tar")
-    env = {**os.environ, "APPTAINER_ON_PODMAN_LOG": str(tmp_path / "shim.log")}
+    env = {**os.environ, "APPTAINER_SHIM_LOG": str(tmp_path / "shim.log")}
     assert shim("--version", env=env, cwd=tmp_path).stdout.strip() == "apptainer version 1.3.6"
     proc = shim("pull", "--name", "abc.simg", f"docker-archive://{archive}", env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -232,7 +232,7 @@ def test_the_shim_runs_exec_in_the_image_with_apptainers_mounts_and_environment(
     work, src = tmp_path / "work", tmp_path / "src"
     work.mkdir()
     src.mkdir()
-    env = {**os.environ, "APPTAINER_ON_PODMAN_ULIMITS": "nofile=1024:1024 nproc=4096:4096",
+    env = {**os.environ, "APPTAINER_SHIM_ULIMITS": "nofile=1024:1024 nproc=4096:4096",
            "HOST_ONLY": "1", "OVERRIDDEN": "host", "APPTAINERENV_OVERRIDDEN": "apptainerenv",
            "APPTAINERENV_PYTHONPATH": "/src", "APPTAINER_BIND": f"{src}:/src:ro"}
     assert shim("pull", "--name", "i.simg", f"docker-archive://{archive}", env=env,
@@ -246,10 +246,10 @@ def test_the_shim_runs_exec_in_the_image_with_apptainers_mounts_and_environment(
         return calls(fake_podman)[before:][-1]
 
     argv = run_exec("--nv", "--cleanenv", "--env", "PYTHONNOUSERSITE=1,TORCH_HOME=.cache/torch")
-    assert argv[0] == "run" and argv[-1] == IMAGE_ID
+    assert argv[0] == "run" and argv[-3:] == [IMAGE_ID, "-c", "echo 'it''s'"]
     assert {"--rm", "--network=none", "--pid=host", "--ipc=host", "--uts=host",
             "--read-only"} <= set(argv)
-    assert json.loads(argv[argv.index("--entrypoint") + 1]) == ["bash", "-c", "echo 'it''s'"]
+    assert argv[argv.index("--entrypoint") + 1] == "bash"      # the image's entrypoint replaced
     assert argv[argv.index("--workdir") + 1] == str(work)
     volumes = {argv[i + 1] for i, a in enumerate(argv) if a == "--volume"}
     assert {f"{work}:{work}", "/tmp:/tmp", "/var/tmp:/var/tmp",

@@ -55,8 +55,8 @@ fi
 if ! podman --runtime runc run --rm --network=none \
         --ulimit "nofile=$(ulimit -Sn):$(ulimit -Hn)" --ulimit "nproc=$(ulimit -Su):$(ulimit -Hu)" \
         "$BASE" true 2>/dev/null; then
-    export APPTAINER_ON_PODMAN_ULIMITS=${APPTAINER_ON_PODMAN_ULIMITS:-"nofile=1024:1024 nproc=4096:4096"}
-    echo "podman refuses this host's limits; containers get $APPTAINER_ON_PODMAN_ULIMITS"
+    export APPTAINER_SHIM_ULIMITS=${APPTAINER_SHIM_ULIMITS:-"nofile=1024:1024 nproc=4096:4096"}
+    echo "podman refuses this host's limits; containers get $APPTAINER_SHIM_ULIMITS"
 fi
 
 "$BIN/python" containers/build.py --engine podman --variant cpu --base "$BASE" \
