@@ -251,6 +251,10 @@ def workflow_images(frameworks, *, requested: bool, path=None,
             "package": entry["package"], "version": str(entry["version"]),
             **({"lock_sha256": entry["lock_sha256"]} if entry.get("lock_sha256") else {})}
     export_source(os.environ if environ is None else environ)
+    kind = "images built here by `make images`" if any(
+        lock["images"][f].get("file") for f in frameworks) else "registry images"
+    print(f"fwbench: containers from {path} ({kind}): " + ", ".join(
+        f"{f} {e['digest'][:19]}" for f, e in found.items()), file=sys.stderr)
     return found
 
 
