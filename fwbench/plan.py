@@ -1,8 +1,10 @@
 """The plan: every cell and trial of a validated config, their paths and their run order.
 
 Paths are computed here and nowhere else. Cell groups come in a seeded random order. Trials of
-the two frameworks for the same cell are interleaved A B B A A B …, with the first framework drawn per cell group from the seed, so the order
-of one group never depends on what else is in the sweep (adding a cell reruns nothing).
+the two frameworks for the same cell are interleaved A B B A A B …, with the first framework
+drawn per cell group from the seed, so the order of one group never depends on what else is in
+the sweep (adding a cell reruns nothing). Trial k of both frameworks is a pair: its second
+member waits for its first and outranks every other job (``priority``), so it runs right after.
 """
 
 from __future__ import annotations

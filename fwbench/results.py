@@ -301,6 +301,7 @@ def collect_tables(paths) -> dict:
     trials = trials.sort_values("started_at", kind="stable").reset_index(drop=True)
     trials["run_order"] = range(len(trials))
     trials["measured_together"] = trials["pair_id"].map(_measured_together(trials))
+    trials = trials.join(_pair_gaps(trials))
     head = [*_axes_columns(), "trial"]
     epochs = pd.DataFrame([row for r in results for row in _epoch_rows(r)],
                           columns=[*head, *EPOCH_FIELDS])
@@ -321,6 +322,31 @@ def _measured_together(trials) -> dict:
         in_order = list(group["group_position"]) == sorted(group["group_position"])
         together[pair_id] = in_order and group["session"].nunique(dropna=False) == 1
     return together
+
+
+def _pair_gaps(trials):
+    """Per trial, how its pair (trial k of both frameworks of one cell) really ran, from the
+    recorded times of every trial of the run (``trials`` sorted by start, ``run_order`` set):
+    ``pair_gap_trials`` other trials started between the two members' starts, ``pair_gap_s``
+    seconds from the end of the first to the start of the second, ``pair_adjacent`` when no
+    other trial came between them. A trial without its partner: not adjacent, no gap."""
+    import pandas as pd
+
+    adjacent, between, seconds = {}, {}, {}
+    for members in trials.groupby(["pair_id", "trial"], sort=False).indices.values():
+        if len(members) != 2:
+            continue
+        first, second = sorted(members)  # positions in start order
+        gap = int(second - first - 1)
+        gap_s = (trials["started_at"].iat[second] - trials["ended_at"].iat[first]).total_seconds()
+        for member in (first, second):
+            adjacent[member], between[member], seconds[member] = gap == 0, gap, gap_s
+    positions = range(len(trials))
+    return pd.DataFrame({
+        "pair_adjacent": [adjacent.get(i, False) for i in positions],
+        "pair_gap_trials": pd.array([between.get(i) for i in positions], dtype="Int64"),
+        "pair_gap_s": [seconds.get(i, float("nan")) for i in positions],
+    }, index=trials.index)
 
 
 def _axes_columns() -> list[str]:

@@ -16,7 +16,7 @@ import resource
 import sys
 from datetime import datetime, timezone
 
-from fwbench import images, provenance, results, telemetry
+from fwbench import images, provenance, results, telemetry, workflow
 from fwbench.cells import Cell
 from fwbench.errors import Unsupported
 from fwbench.harness import Adaptive, measure
@@ -74,6 +74,7 @@ def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=N
     results.validate_trial(result)
     results.write_json({**provenance.environment(), **result["versions"]}, env_path)
     results.write_json(result, result_path)
+    workflow.report_progress(result_path)  # the sweep's progress line, in a workflow job
     return result
 
 

@@ -1,5 +1,6 @@
 # The idle baseline once, then one job per trial: a supervised fresh process measures one cell
-# and writes its result, provenance and telemetry side files.
+# and writes its result, provenance and telemetry side files. Trial k of the two frameworks of
+# a cell run back to back: the second waits for the first and outranks every other job.
 
 
 rule measure_idle:
@@ -29,7 +30,9 @@ rule prepare_data:
 
 rule run_trial:
     input:
-        unpack(get_trial_inputs),
+        idle=ancient(PLAN.idle_path()),
+        data=get_data_record(),
+        partner=get_trial_partner,
     output:
         result=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.json",
         env=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.env.json",
@@ -42,11 +45,14 @@ rule run_trial:
     params:
         settings=get_trial_settings,
     threads: get_trial_threads
+    priority: get_trial_priority
     resources:
         benchmark_slot=1,
+    # Its output goes to the log; its progress line (fwbench.workflow) to the terminal, fd 3.
     shell:
-        "exec python -m fwbench trial --settings {params.settings:q} --result {output.result}"
-        " --env {output.env} --telemetry {output.telemetry} --idle {input.idle} > {log} 2>&1"
+        "FWBENCH_PROGRESS_FD=3 exec python -m fwbench trial --settings {params.settings:q}"
+        " --result {output.result} --env {output.env} --telemetry {output.telemetry}"
+        " --idle {input.idle} 3>&2 > {log} 2>&1"
 
 
 rule profile_cell:

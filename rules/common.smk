@@ -5,6 +5,7 @@ import json
 from fwbench import images
 from fwbench.config import check_threads, validate
 from fwbench.plan import Plan
+from fwbench.workflow import write_planned
 
 config.update(validate(config))
 PLAN = Plan.from_config(config)
@@ -15,6 +16,12 @@ RESULTS = PLAN.results_dir()
 IMAGES = images.workflow_images(
     config["frameworks"], requested=images.containers_requested(workflow)
 )
+
+
+# The planned trials, for the progress line each trial job prints (trials done, failed, time
+# left); written when jobs are about to run, never by a dry-run.
+onstart:
+    write_planned(PLAN.trial_paths(), RESULTS)
 
 
 # From the planned cells and the code that names them (fwbench.cells), so no path the plan
@@ -61,17 +68,23 @@ def _trial(wildcards):
     )
 
 
-def get_trial_inputs(wildcards):
-    """The idle baseline (ancient: re-measuring it re-runs no trial) and the trial planned before
-    this one in its cell group, which must run first (interleaving). The previous trial is not
-    ancient: re-measuring it re-measures the rest of its group, so pairs stay interleaved."""
-    inputs = {"idle": ancient(PLAN.idle_path())}
-    if PLAN.data_path():
-        inputs["data"] = ancient(PLAN.data_path())
-    previous = PLAN.previous(_trial(wildcards))
-    if previous:
-        inputs["previous"] = previous.path(PLAN.run)
-    return inputs
+def get_data_record():
+    """The record of the verified data set, for the experiments that read one (ancient:
+    re-verifying it re-runs no trial)."""
+    return [ancient(PLAN.data_path())] if PLAN.data_path() else []
+
+
+def get_trial_partner(wildcards):
+    """The first member of the pair when this trial is its second: it runs first, and
+    re-measuring it re-measures this one. A first member waits for nothing (its place in the
+    order is its priority), so re-measuring one pair re-measures no other."""
+    partner = PLAN.partner_before(_trial(wildcards))
+    return partner.path(PLAN.run) if partner else []
+
+
+def get_trial_priority(wildcards):
+    """Second members of pairs before any other job, then the planned order (Plan.priority)."""
+    return PLAN.priority(_trial(wildcards))
 
 
 def get_input_shapes(wildcards):

@@ -121,3 +121,38 @@ def test_cell_groups_come_in_a_seeded_random_order(tiny_config):
         return list(dict.fromkeys(t.cell.batch_size for t in plan.trials))
     assert batches(0) == batches(0) and sorted(batches(0)) == [1, 2, 4, 8, 16, 32]
     assert batches(0) != sorted(batches(0)) or batches(1) != sorted(batches(1))
+
+
+def test_second_members_outrank_every_other_trial_then_the_planned_order(tiny_config):
+    plan = _plan(tiny_config, trials=3, batch_sizes=[2, 4])
+    assert len(plan.trials) == 12
+    seconds = [t for t in plan.trials if plan.partner_before(t)]
+    firsts = [t for t in plan.trials if not plan.partner_before(t)]
+    assert len(seconds) == len(firsts) == 6
+    for second in seconds:
+        partner = plan.partner_before(second)
+        assert partner.index == second.index and partner.cell.pair_id == second.cell.pair_id
+        assert partner.cell.framework != second.cell.framework
+        assert partner.position == second.position - 1
+    # Any second member above any first member; first members in planned order; all above a
+    # profiled run (Snakemake's default priority, 0).
+    assert min(map(plan.priority, seconds)) > max(map(plan.priority, firsts))
+    assert [plan.priority(t) for t in firsts] == sorted(map(plan.priority, firsts), reverse=True)
+    assert min(map(plan.priority, plan.trials)) > 0
+
+
+def test_a_single_framework_has_no_pairs(tiny_config):
+    plan = _plan(tiny_config, trials=3, frameworks=["pytorch"])
+    assert not any(plan.partner_before(t) for t in plan.trials)
+
+
+def test_wildcard_constraints_come_from_the_cells_names(tiny_config):
+    import re
+
+    plan = _plan(tiny_config, experiment="convergence", phases=["train"],
+                 data={"optimizer": ["sgd", "adam"]})
+    pattern = re.compile(plan.wildcard_constraints()["cell"])
+    for cell in plan.cells():
+        assert pattern.fullmatch(cell.name)
+    assert not pattern.fullmatch("train-b2-1x28x28-fp32-idiomatic-matched-rmsprop")
+    assert plan.wildcard_constraints()["framework"] == "pytorch|tensorflow"

@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from fwbench.config import validate
@@ -97,3 +98,49 @@ def test_groups_not_measured_together_are_flagged(tmp_path, tiny_config):
     rerun["started_at"] = "2026-01-02T00:00:00+00:00"
     write_json(rerun, paths[0])
     assert not collect_tables(paths)["trials"]["measured_together"].any()
+
+
+def _ran_in_order(plan, order, tmp_path):
+    """Results of ``plan``'s trials as if they ran one after another in ``order`` (indices into
+    plan.trials), each 8 s long, 2 s apart."""
+    paths = []
+    for slot, i in enumerate(order):
+        trial = plan.trials[i]
+        outcome = Outcome("ok", "", {"iteration_ns": [1000, 1100], "warmup_ns": []}, 0)
+        result = make_result(plan.trial_settings(trial), outcome,
+                             started_at=f"2026-01-01T00:{slot:02d}:00+00:00",
+                             ended_at=f"2026-01-01T00:{slot:02d}:08+00:00",
+                             workflow={"git_commit": "abc", "git_dirty": False, "session": "h:1:1"})
+        write_json(result, tmp_path / trial.path(plan.run))
+        paths.append(str(tmp_path / trial.path(plan.run)))
+    return paths
+
+
+def test_pair_gaps_come_from_the_recorded_times_of_every_trial(tmp_path, tiny_config):
+    from fwbench.results import collect_tables
+
+    plan = Plan.from_config(validate({**tiny_config, "trials": 2, "batch_sizes": [2, 4]}))
+    assert len(plan.trials) == 8  # two groups of two pairs, planned back to back
+    # As planned, except that the other group's first trial slipped into the second pair: both
+    # pairs it touches are split by one trial.
+    order = [0, 1, 2, 4, 3, 5, 6, 7]
+    trials = collect_tables(_ran_in_order(plan, order, tmp_path))["trials"]
+    gaps = dict(list(trials.groupby(["pair_id", "trial"])))
+    split = {(plan.trials[i].cell.pair_id, plan.trials[i].index) for i in (2, 4)}
+    assert len(gaps) == 4 and len(split) == 2
+    for key, group in gaps.items():
+        assert len(group) == 2 and group["pair_gap_trials"].nunique() == 1
+        if key in split:
+            assert list(group["pair_adjacent"]) == [False, False]
+            assert list(group["pair_gap_trials"]) == [1, 1]
+            assert list(group["pair_gap_s"]) == [2 * 60 - 8.0] * 2
+        else:
+            assert group["pair_adjacent"].all() and (group["pair_gap_trials"] == 0).all()
+            assert (group["pair_gap_s"] == 60 - 8.0).all()
+    assert trials["pair_adjacent"].dtype == bool
+    assert str(trials["pair_gap_trials"].dtype) == "Int64"
+
+    # A trial whose partner is missing from the run: not adjacent, no gap.
+    alone = collect_tables(_ran_in_order(plan, order, tmp_path)[:-1])["trials"]
+    last = alone[alone["pair_id"] == plan.trials[6].cell.pair_id].sort_values("run_order").iloc[-1]
+    assert not last["pair_adjacent"] and last["pair_gap_trials"] is pd.NA
