@@ -102,12 +102,18 @@ class Inputs:
     versions: pd.DataFrame = field(default_factory=pd.DataFrame)
     diffs: dict = field(default_factory=dict)
     versions_path: str | None = None
+    # What a framework costs its user (fwbench.memory, fwbench.latency), and the iterations
+    # the latency distribution is drawn from; empty when not passed.
+    memory: pd.DataFrame = field(default_factory=pd.DataFrame)
+    memory_comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)
+    latency: pd.DataFrame = field(default_factory=pd.DataFrame)
+    iterations: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def load_inputs(inputs: dict) -> Inputs:
     """Read the tables named by the workflow; a missing or empty one becomes an empty frame.
 
-    The iterations table is not read: every figure so far needs per-trial values only.
+    Of the iterations table only what the latency distribution draws is read.
     """
     frames, problems = {}, {}
     for name in ("trials", "cells", "cell_stats", "comparisons", "tests"):
@@ -119,18 +125,38 @@ def load_inputs(inputs: dict) -> Inputs:
     pairs = frames["cells"] if not frames["cells"].empty else frames["trials"]
     frames["comparisons"] = _with_unmeasured_pairs(frames["comparisons"], pairs)
     for name in ("ablation", "gaps", "profiles", "scaling", "strategies", "flops",
-                 "telemetry_trace", "epochs", "confusion"):  # optional, e.g. no ablation
+                 "telemetry_trace", "epochs", "confusion", "memory", "memory_comparisons",
+                 "latency"):  # optional, e.g. no ablation
         if inputs.get(name) is not None:
             frames[name], problem = _read_table(inputs[name], name)
             if problem:
                 problems[name] = problem
             frames[name] = _normalize_axes(frames[name])
+    for name in ("memory", "memory_comparisons", "latency"):
+        if inputs.get(name) is None:
+            problems[name] = (f"the workflow passed no {name} table (stats/{name}.csv, rule "
+                              "summarise_results)")
+    frames["iterations"] = _read_iterations(inputs.get("iterations"))
     frames["versions"], frames["diffs"], problem = _read_audit(inputs.get("versions"))
     if problem:
         problems["versions"] = problem
     if inputs.get("versions") is not None:
         frames["versions_path"] = str(inputs["versions"])
     return Inputs(**frames, problems=problems)
+
+
+ITERATION_COLUMNS = ["run", "cell_id", "pair_id", "framework", "trial", "iteration", "time_ns"]
+
+
+def _read_iterations(path) -> pd.DataFrame:
+    """The iteration times, with the cell's axes from the trials table when drawn."""
+    if path is None or not Path(path).exists():
+        return pd.DataFrame()
+    import pyarrow.parquet as pq
+
+    have = set(pq.read_schema(path).names)
+    columns = [c for c in ITERATION_COLUMNS + figs.PAIR_AXES if c in have]
+    return _normalize_axes(pd.read_parquet(path, columns=columns))
 
 
 def _read_audit(path) -> tuple[pd.DataFrame, dict, str | None]:
@@ -2279,9 +2305,12 @@ def telemetry_absent(trials: pd.DataFrame, column: str) -> str:
 def make_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, figs.Figure]:
     """Every figure of the report, in document order, drawn into ``folder`` or left out."""
     comparisons, stats, trials = data.comparisons, data.cell_stats, data.trials
+    from fwbench import usage_figures
+
     out = {
         "relative_time": figs.relative_time(comparisons, failures, folder, title="Relative time",
                                             absent="the statistics hold no matched pair"),
+        "speedup_heatmap": usage_figures.speedup_heatmap(comparisons, failures, folder),
         "throughput": figs.throughput(stats, folder),
         "inference_vs_batch": figs.time_vs_batch(stats, folder, source="patel2023 Fig. 4"),
         "energy": figs.per_cell_metric(
@@ -2299,6 +2328,9 @@ def make_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, figs.F
                                                 cell_stats=data.cell_stats)
     out["scaling"] = figs.scaling(data.cell_stats, data.scaling, folder,
                                   absent=DISTRIBUTED_ABSENT)
+    out["memory"] = usage_figures.memory_vs_batch(data.memory, folder, absent=_absent(
+        data, "memory", "the trials recorded no peak memory (peak_rss_bytes)"))
+    out["latency"] = usage_figures.latency_ecdf(data.iterations, data.trials, folder)
     out.update(_patel_figures(data, folder, failures))
     out.update(_florencio_figures(data, folder))
     out.update(_tian_figures(data, folder))
@@ -2415,6 +2447,12 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
     context["why"] = why_section(numbering, data)
     context["tables"]["accuracy"] = accuracy_table(numbering, data)
     context["distributed"] = distributed_section(numbering, data)
+    from fwbench import usage_report  # builds on this module's table helpers
+
+    context["tables"].update({
+        "memory": usage_report.memory_table(numbering, data),
+        "memory_comparisons": usage_report.memory_comparison_table(numbering, data),
+        "latency": usage_report.latency_table(numbering, data)})
     context["claims"] = claims_section(numbering, data)
     context["figures"] = {key: _figure(numbering, f, href) for key, f in figures.items()}
     context["paper_figures"] = PAPER_FIGURES

@@ -872,7 +872,8 @@ def comparison_tests(comparisons: pd.DataFrame, confidence: float = 0.95) -> lis
             statistic=r.mannwhitney_u, estimate=r.ratio, ci_low=r.ratio_ci_low,
             ci_high=r.ratio_ci_high, p=r.mannwhitney_p, correction="bonferroni",
             decision="reject H0" if r.p_adjusted <= alpha else "do not reject H0",
-            exploratory=r.exploratory, note=f"estimate: ratio of medians; interval: the verdict's (Bonferroni level); "
+            exploratory=r.exploratory,
+            note=f"estimate: ratio of medians; interval: the verdict's (Bonferroni level); "
                  f"verdict {r.verdict}"))
         rows.append(_test_row(
             family=f"comparison-blocks/{r.family}", source="fwbench",

@@ -100,7 +100,7 @@ def steadiness_summary(trials: pd.DataFrame, cell_stats: pd.DataFrame,
             pd.to_numeric, errors="coerce").fillna(0)
         touched = int((counts.sum(axis=1) > 0).sum())
     recorded = not recorded_drift(trials).isna().all() if len(trials) else False
-    return {"ok": ok, "unsteady": total["warmup_unsteady_trials"], "drifting": total["drift_trials"],
-            "comparisons": touched,
+    return {"ok": ok, "unsteady": total["warmup_unsteady_trials"],
+            "drifting": total["drift_trials"], "comparisons": touched,
             "drift_source": "recorded by the harness" if recorded else
                             "tested on each trial's timed iterations by the statistics"}

@@ -1,4 +1,5 @@
-# Host side: summaries per cell, PyTorch/TensorFlow comparisons per matched pair, tests;
+# Host side: summaries per cell, PyTorch/TensorFlow comparisons per matched pair, tests, peak
+# memory and latency percentiles;
 # the distributed experiment's scaling and strategy comparisons; achieved FLOP/s per cell.
 
 
@@ -10,6 +11,9 @@ rule summarise_results:
         cells=f"{RESULTS}/stats/cells.csv",
         comparisons=f"{RESULTS}/stats/comparisons.csv",
         tests=f"{RESULTS}/stats/tests.csv",
+        memory=f"{RESULTS}/stats/memory.csv",
+        memory_comparisons=f"{RESULTS}/stats/memory_comparisons.csv",
+        latency=f"{RESULTS}/stats/latency.csv",
     log:
         f"logs/{PLAN.run}/summarise_results.log",
     params:

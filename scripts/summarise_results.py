@@ -4,12 +4,18 @@ sys.stderr = open(snakemake.log[0], "w")
 
 import pandas as pd
 
+from fwbench.latency import latency_summaries
+from fwbench.memory import memory_comparisons, memory_summaries
 from fwbench.stats import summarize
 
 
 def main(iterations_path, trials_path, outputs, seed, statistics):
-    frames = summarize(pd.read_parquet(trials_path), pd.read_parquet(iterations_path), seed=seed,
-                       **statistics)
+    trials, iterations = pd.read_parquet(trials_path), pd.read_parquet(iterations_path)
+    frames = summarize(trials, iterations, seed=seed, **statistics)
+    frames["memory"] = memory_summaries(trials, confidence=statistics["confidence"])
+    frames["memory_comparisons"] = memory_comparisons(trials, **statistics)
+    frames["latency"] = latency_summaries(trials, iterations, seed=seed,
+                                          confidence=statistics["confidence"])
     for name, frame in frames.items():
         frame.to_csv(outputs[name], index=False)
 
