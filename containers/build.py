@@ -204,7 +204,7 @@ def split_reference(reference: str) -> tuple[str, str]:
 
 
 def build_one(framework: str, args, base_id: str, out: Path) -> dict:
-    """Build one image; returns its lock entry (without package/version, added by the caller)."""
+    """Build one image from the repository's recipe; returns its entry in the image lock."""
     lock = HERE / framework / f"requirements-{args.variant}.lock"
     pins = lock_hashes(lock)
     package = next(p for p in PACKAGES[framework] if p in pins)
@@ -237,11 +237,14 @@ def build_one(framework: str, args, base_id: str, out: Path) -> dict:
              "--tag", tag, "."], cwd=HERE)
         digest = image_id(tool, tag)
         file = out / f"fwbench-{framework}-{args.variant}-{digest[7:23]}.tar"
-        if not file.exists():   # named by digest: an existing file holds this very image
-            partial = file.with_name(f".{file.name}.partial")
-            partial.unlink(missing_ok=True)
+        if not file.exists() or args.engine == "docker":   # named by digest: kept if there
+            partial = out / f".fwbench-{framework}-{args.variant}.tar.partial"
             run([*tool, "save", *(["--format", "docker-archive"] if args.engine == "podman"
                                   else []), "--output", str(partial), tag])
+            # What Apptainer will read: the archive's configuration digest, which is Podman's
+            # image ID; Docker's containerd store names images by manifest instead.
+            digest = images.archive_digest(partial)
+            file = out / f"fwbench-{framework}-{args.variant}-{digest[7:23]}.tar"
             partial.replace(file)
         if args.push:
             push(tool, framework, tag)
