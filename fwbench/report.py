@@ -915,6 +915,8 @@ def tests_table(numbering: Numbering, data: Inputs) -> dict:
 
 def _test_value(row, column: str, notes: Notes):
     value = row[column]
+    if column == "decision" and not missing(value) and figs.is_exploratory(row):
+        return f"{value} (exploratory)"
     if missing(value):
         return "" if column in ("note", "variant") else "—"
     if isinstance(value, float):

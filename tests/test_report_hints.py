@@ -101,6 +101,9 @@ def test_the_report_labels_exploratory_verdicts_in_the_claims_abstract_and_figur
     assert "every one of these verdicts is exploratory, a hint rather than a finding" in abstract
     assert re.search(r"\d+ inconclusive \((all|\d+) exploratory\)", abstract)
     assert "exploratory verdicts rest on too few trials" in abstract
+    appendix = visible(section(page, "tab-tests-all")).text
+    assert re.search(r"geometric mean of ratios .*? (\w+_faster|equivalent|inconclusive) "
+                     r"\(exploratory\)", appendix)
     figure = visible(section(page, "fig-relative_time")).text
     assert "Hollow markers and dashed bars: 7 exploratory comparison(s)" in figure
     svg = (folder / "figures" / "relative_time.svg").read_text()
