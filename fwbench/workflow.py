@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -86,11 +87,15 @@ def write_planned(trial_paths: list[str], run_dir: str | os.PathLike) -> None:
 
 
 def progress(run_dir: str | os.PathLike) -> dict | None:
-    """Trials planned, finished, failed and unsupported, and the mean duration of the finished
-    ones, from the result files present now. Each result is read once: its status and duration
-    are kept in progress/seen.tsv, keyed by path and modification time, so each trial job reads
-    only the results that are new since the last one (stat of every planned path: 10,000 in
-    about 20 ms). None when the run recorded no plan (a trial run by hand)."""
+    """Trials planned, finished, failed and unsupported, and the seconds each trial still to
+    run is expected to take, from the result files present now: the mean duration of the
+    finished trials plus the median pause between one trial's end and the next one's start (job
+    and process start-up; a median, so a resumed run's long pause does not count).
+
+    Each result is read once: its status and times are kept in progress/seen.tsv, keyed by path
+    and modification time, so a trial job reads only the results new since the last one (and
+    stats every planned path: 10,000 in about 20 ms). None when the run recorded no plan (a
+    trial run by hand)."""
     try:
         planned = planned_list(run_dir).read_text().splitlines()
     except OSError:
@@ -105,17 +110,21 @@ def progress(run_dir: str | os.PathLike) -> dict | None:
             continue
         entry = seen.get(path)
         if entry is None or entry[0] != mtime:
-            entry = (mtime, *_status_and_duration(path))
+            entry = (mtime, *_status_and_times(path))
             changed = True
         finished[path] = entry
     if changed or len(finished) != len(seen):
         _write_seen(cache_path, finished)
-    durations = [d for _, _, d in finished.values() if d is not None]
-    statuses = [s for _, s, _ in finished.values()]
+    statuses = [status for _, status, _, _ in finished.values()]
+    times = sorted((start, end) for _, _, start, end in finished.values() if start is not None)
+    per_trial = None
+    if times:
+        per_trial = sum(end - start for start, end in times) / len(times)
+        pauses = [max(0.0, b[0] - a[1]) for a, b in zip(times, times[1:])]
+        per_trial += statistics.median(pauses) if pauses else 0.0
     return {"planned": len(planned), "done": len(finished),
             "failed": sum(s in FAILED for s in statuses),
-            "unsupported": statuses.count("unsupported"),
-            "mean_s": sum(durations) / len(durations) if durations else None}
+            "unsupported": statuses.count("unsupported"), "per_trial_s": per_trial}
 
 
 def progress_line(state: dict) -> str:
@@ -126,10 +135,10 @@ def progress_line(state: dict) -> str:
     left = state["planned"] - state["done"]
     if not left:
         eta = "all planned trials done"
-    elif state["mean_s"] is None:
+    elif state["per_trial_s"] is None:
         eta = "time left unknown"
     else:
-        eta = f"~{_duration(left * state['mean_s'])} left"
+        eta = f"~{_duration(left * state['per_trial_s'])} left"
     return f"fwbench: trial {state['done']}/{state['planned']} done ({', '.join(notes)}) · {eta}"
 
 
@@ -148,18 +157,19 @@ def report_progress(result_path: str | os.PathLike) -> None:
         print(f"fwbench: no progress line: {exc}", file=sys.stderr)
 
 
-def _status_and_duration(path: str) -> tuple[str, float | None]:
+def _status_and_times(path: str) -> tuple[str, float | None, float | None]:
+    """A result's status, and its start and end as seconds since the epoch (None if absent)."""
     with open(path) as f:
         result = json.load(f)
     try:
-        seconds = (datetime.fromisoformat(result["ended_at"])
-                   - datetime.fromisoformat(result["started_at"])).total_seconds()
+        start, end = (datetime.fromisoformat(result[k]).timestamp()
+                      for k in ("started_at", "ended_at"))
     except (KeyError, TypeError, ValueError):
-        seconds = None
-    return result.get("status", "error"), seconds
+        start = end = None
+    return result.get("status", "error"), start, end
 
 
-def _read_seen(path: Path) -> dict[str, tuple[int, str, float | None]]:
+def _read_seen(path: Path) -> dict[str, tuple]:
     try:
         lines = path.read_text().splitlines()
     except OSError:
@@ -167,16 +177,19 @@ def _read_seen(path: Path) -> dict[str, tuple[int, str, float | None]]:
     seen = {}
     for line in lines:
         fields = line.split("\t")
-        if len(fields) == 4:
-            seen[fields[0]] = (int(fields[1]), fields[2],
-                               float(fields[3]) if fields[3] else None)
+        if len(fields) == 5:
+            start, end = (float(v) if v else None for v in fields[3:])
+            seen[fields[0]] = (int(fields[1]), fields[2], start, end)
     return seen
 
 
 def _write_seen(path: Path, seen: dict) -> None:
+    def text(value) -> str:
+        return "" if value is None else repr(value)
+
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text("".join(f"{p}\t{m}\t{s}\t{'' if d is None else d}\n"
-                           for p, (m, s, d) in seen.items()))
+    tmp.write_text("".join(f"{p}\t{m}\t{s}\t{text(a)}\t{text(b)}\n"
+                           for p, (m, s, a, b) in seen.items()))
     os.replace(tmp, path)
 
 

@@ -21,13 +21,15 @@ def run(tmp_path, tiny_config, monkeypatch):
     return plan
 
 
-def _finish(plan, i, status="ok", seconds=10):
+def _finish(plan, i, status="ok", seconds=10, start=0):
+    """Trial i's result: it started ``start`` s after midnight and ran ``seconds``."""
     trial = plan.trials[i]
     outcome = Outcome(status, "" if status == "ok" else "it failed",
                       {"iteration_ns": [1], "warmup_ns": []} if status == "ok" else {}, 0)
     result = make_result(plan.trial_settings(trial), outcome,
-                         started_at="2026-01-01T00:00:00+00:00",
-                         ended_at=f"2026-01-01T00:00:{seconds:02d}+00:00",
+                         started_at=f"2026-01-01T00:{start // 60:02d}:{start % 60:02d}+00:00",
+                         ended_at=f"2026-01-01T00:{(start + seconds) // 60:02d}:"
+                                  f"{(start + seconds) % 60:02d}+00:00",
                          workflow={"git_commit": None, "git_dirty": None, "session": "h:1:1"})
     write_json(result, trial.path(plan.run))
     return trial.path(plan.run)
@@ -35,24 +37,29 @@ def _finish(plan, i, status="ok", seconds=10):
 
 def test_progress_counts_done_failed_and_time_left(run):
     assert workflow.progress(run.results_dir()) == {
-        "planned": 8, "done": 0, "failed": 0, "unsupported": 0, "mean_s": None}
-    _finish(run, 0, seconds=10)
-    _finish(run, 1, "oom", seconds=20)
-    _finish(run, 2, "unsupported", seconds=30)
+        "planned": 8, "done": 0, "failed": 0, "unsupported": 0, "per_trial_s": None}
+    # 10, 20 and 30 s long, 2 s apart; a resumed run's long pause does not count.
+    _finish(run, 0, seconds=10, start=0)
+    _finish(run, 1, "oom", seconds=20, start=12)
+    _finish(run, 2, "unsupported", seconds=30, start=34)
     state = workflow.progress(run.results_dir())
-    assert state == {"planned": 8, "done": 3, "failed": 1, "unsupported": 1, "mean_s": 20.0}
+    assert state == {"planned": 8, "done": 3, "failed": 1, "unsupported": 1,
+                     "per_trial_s": 20.0 + 2.0}
+    _finish(run, 3, seconds=20, start=3000)
+    state = workflow.progress(run.results_dir())
+    assert state["per_trial_s"] == 20.0 + 2.0
     assert workflow.progress_line(state) == \
-        "fwbench: trial 3/8 done (1 failed, 1 unsupported) · ~1 min 40 s left"
-    for i in range(3, 8):
-        _finish(run, i, seconds=1)
+        "fwbench: trial 4/8 done (1 failed, 1 unsupported) · ~1 min 28 s left"
+    for i in range(4, 8):
+        _finish(run, i, seconds=1, start=3100 + 10 * i)
     assert workflow.progress_line(workflow.progress(run.results_dir())) == \
         "fwbench: trial 8/8 done (1 failed, 1 unsupported) · all planned trials done"
 
 
 def test_each_result_is_read_once_and_again_only_when_rewritten(run, monkeypatch):
     reads = []
-    real = workflow._status_and_duration
-    monkeypatch.setattr(workflow, "_status_and_duration",
+    real = workflow._status_and_times
+    monkeypatch.setattr(workflow, "_status_and_times",
                         lambda path: reads.append(path) or real(path))
     first = _finish(run, 0)
     workflow.progress(run.results_dir())
