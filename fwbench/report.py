@@ -1207,9 +1207,9 @@ def _hint_from_comparisons(rows) -> str:
     hints = rated[[figs.flag(v) for v in rated["exploratory"]]]
     if hints.empty:
         return ""
-    reasons = sorted({str(r) for r in hints.get("exploratory_reason", []) if not missing(r)
-                      and str(r)})
-    why = f" ({'; '.join(reasons[:2])}{'; …' if len(reasons) > 2 else ''})" if reasons else ""
+    reasons = list(dict.fromkeys(part for r in hints.get("exploratory_reason", [])
+                                 if not missing(r) for part in str(r).split("; ") if part))
+    why = f" ({'; '.join(reasons[:3])}{'; …' if len(reasons) > 3 else ''})" if reasons else ""
     return f"{len(hints)} of {len(rated)} comparisons are exploratory{why}"
 
 
