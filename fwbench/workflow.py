@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -88,9 +87,9 @@ def write_planned(trial_paths: list[str], run_dir: str | os.PathLike) -> None:
 
 def progress(run_dir: str | os.PathLike) -> dict | None:
     """Trials planned, finished, failed and unsupported, and the seconds each trial still to
-    run is expected to take, from the result files present now: the mean duration of the
-    finished trials plus the median pause between one trial's end and the next one's start (job
-    and process start-up; a median, so a resumed run's long pause does not count).
+    run is expected to take (the mean duration of the finished ones), from the result files
+    present now. Adding the median pause between trials (job start-up) made the estimate worse
+    on the default run: 25% mean absolute error of the time left against 17% without.
 
     Each result is read once: its status and times are kept in progress/seen.tsv, keyed by path
     and modification time, so a trial job reads only the results new since the last one (and
@@ -116,12 +115,8 @@ def progress(run_dir: str | os.PathLike) -> dict | None:
     if changed or len(finished) != len(seen):
         _write_seen(cache_path, finished)
     statuses = [status for _, status, _, _ in finished.values()]
-    times = sorted((start, end) for _, _, start, end in finished.values() if start is not None)
-    per_trial = None
-    if times:
-        per_trial = sum(end - start for start, end in times) / len(times)
-        pauses = [max(0.0, b[0] - a[1]) for a, b in zip(times, times[1:])]
-        per_trial += statistics.median(pauses) if pauses else 0.0
+    durations = [end - start for _, _, start, end in finished.values() if start is not None]
+    per_trial = sum(durations) / len(durations) if durations else None
     return {"planned": len(planned), "done": len(finished),
             "failed": sum(s in FAILED for s in statuses),
             "unsupported": statuses.count("unsupported"), "per_trial_s": per_trial}
