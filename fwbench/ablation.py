@@ -5,7 +5,8 @@ Factors (config ``ablation.factors``, in the order the sequential ablation appli
 
 - a settings factor of ``fwbench.frameworks.base.FACTORS`` (``tf32``, ``cudnn_autotune``,
   ``layout``, ``determinism``, ``memory_growth``): the settings profile gains it
-  (``defaults`` → ``defaults+layout`` → … → ``matched``);
+  (``defaults`` → ``defaults+tf32`` → … → ``matched``; ``layout`` forces NHWC on both sides,
+  which ``matched`` does not);
 - ``mode=<pair>``: the execution-mode axis moves from the base mode (``ablation.base.mode``,
   default ``idiomatic``: PyTorch eager against TensorFlow tf.function) to the named pair of
   ``fwbench.cells.MODES`` (``eager``: both eager; ``compiled``: torch.compile against XLA);
@@ -49,7 +50,7 @@ import pandas as pd
 
 from fwbench.cells import MODES
 from fwbench.errors import ConfigError, Unsupported
-from fwbench.frameworks.base import FACTORS, check_precision
+from fwbench.frameworks.base import FACTORS, MATCHED, check_precision
 
 ORDERS = ("sequential", "shapley")
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -173,11 +174,14 @@ class Point:
 def profile_name(settings: set, device: str | None = None, *, shortcut: bool = True) -> str:
     """The canonical profile name of a set of matched settings factors (FACTORS order).
 
-    With a ``device``, factors the device cannot vary count as matched, so the full set reads
-    ``matched`` and the ablation ends on the sweep's own matched cells.
+    With a ``device``, factors the device cannot vary count as matched, so the set that
+    ``matched`` sets reads ``matched`` and the ablation reaches the sweep's own matched cells.
+    The layout factor (NHWC forced on both sides) is not part of ``matched``, and the empty set
+    is always ``defaults``: the ablation starts there even where ``matched`` changes nothing.
     """
     inert = {f for f in FACTORS if device and factor_reason(f, device)}
-    if shortcut and set(FACTORS) <= set(settings) | inert:
+    if shortcut and settings and set(MATCHED) <= set(settings) | inert \
+            and "layout" not in settings:
         return "matched"
     names = [f for f in (*FACTORS, "threads") if f in settings]
     return "+".join(["defaults", *names])

@@ -6,13 +6,14 @@ One error, naming the key and the bad value, before any job starts.
 from __future__ import annotations
 
 import copy
+import warnings
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
-from fwbench.errors import ConfigError
+from fwbench.errors import ConfigError, ConfigWarning
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "rules" / "schemas" / "config.schema.yaml"
 
@@ -103,6 +104,14 @@ def _check_cross_fields(config: dict) -> None:
             f"config key 'warmup': min ({config['warmup']['min']}) must not exceed "
             f"max ({config['warmup']['max']})."
         )
+    from fwbench.harness import STEADY_WINDOW
+
+    if config["warmup"]["max"] < 2 * STEADY_WINDOW:  # allowed for smoke runs, but said
+        warnings.warn(
+            f"config key 'warmup.max': {config['warmup']['max']} is below {2 * STEADY_WINDOW}, "
+            f"the fewest iterations in which a warm-up can be seen steady (two windows of "
+            f"{STEADY_WINDOW}): every trial will be unsteady and every verdict exploratory.",
+            ConfigWarning, stacklevel=2)
 
 
 def check_threads(config: dict, cores: int, needed: int | None = None) -> None:

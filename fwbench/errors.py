@@ -5,9 +5,13 @@ FwbenchError
  ├── ResultError        a result file is missing, malformed or of an unknown schema version
  └── BackendError       a framework failed at the backend boundary
       └── Unsupported   the cell cannot run on this framework, device or input (status `unsupported`)
+
+ConfigWarning           a valid configuration that cannot give what a reader expects (a warm-up
+                        too short to be steady): said, not refused, so smoke runs stay possible
 """
 
-__all__ = ["FwbenchError", "ConfigError", "ResultError", "BackendError", "Unsupported"]
+__all__ = ["FwbenchError", "ConfigError", "ResultError", "BackendError", "Unsupported",
+           "ConfigWarning"]
 
 
 class FwbenchError(Exception):
@@ -28,3 +32,7 @@ class BackendError(FwbenchError):
 
 class Unsupported(BackendError):
     """The cell cannot run here; the message says why."""
+
+
+class ConfigWarning(UserWarning):
+    """A configuration that runs but cannot support verdicts; the message says why."""

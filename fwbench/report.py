@@ -37,6 +37,7 @@ from fwbench.figures import missing, outcome
 from fwbench.images import DIGEST
 from fwbench.stats import hodges_lehmann, median_ci
 from fwbench.trial_quality import adjacency_summary, steadiness_summary
+from fwbench.telemetry.machine import CPU_COLUMNS, GPU_COLUMNS
 from fwbench.telemetry.trace import CHOICE
 
 REPORT_DIR = Path(__file__).resolve().parent.parent / "report"
@@ -456,12 +457,47 @@ def software(trials: pd.DataFrame) -> list[dict]:
             "threads_inter": _join(_unique(part, "threads_inter")) or "not recorded",
             "threads_requested": _join(_unique(part, "threads_requested")) or "not recorded",
             "mode": _join(_unique(part, "framework_mode")) or "not recorded",
-            "layout": _join(_unique(part, "layout")) or "not recorded",
+            "layout": _join(_layouts(part)) or "not recorded",
             "trials": len(part),
             "iterations": _span(ok.get("n_iterations", [])),
             "warmup": _span(ok.get("warmup_iterations", [])),
         })
     return rows
+
+
+def _machine_columns(trials: pd.DataFrame) -> list[str]:
+    """The machine-state columns that apply: CPU settings always, GPU settings with a GPU."""
+    gpu = "device" in trials and trials["device"].astype(str).eq("cuda").any()
+    return [*CPU_COLUMNS, *(GPU_COLUMNS if gpu else ())]
+
+
+def machine_warnings(trials: pd.DataFrame) -> list[str]:
+    """Clock, turbo, power-limit or similar settings that changed between the trials of one
+    comparison: the two frameworks did not run on the same machine state."""
+    out = []
+    for column in _machine_columns(trials):
+        if column not in trials or "pair_id" not in trials:
+            continue
+        values = trials[["pair_id", column]].dropna().astype(str)
+        differs = values.groupby("pair_id")[column].nunique()
+        groups = sorted(differs[differs > 1].index)
+        if groups:
+            out.append(f"The machine's {column.replace('_', ' ')} changed between trials of "
+                       f"{len(groups)} cell group(s) ({_join(_unique(values, column))}), e.g. "
+                       f"`{groups[0]}`: its frameworks did not run on the same machine state.")
+    if "machine_note" in trials and trials["machine_note"].notna().any():
+        out.append("Some trials ran on devices whose settings differ: "
+                   + _join(_unique(trials, "machine_note")) + ".")
+    return out
+
+
+def _layouts(trials: pd.DataFrame) -> list[str]:
+    """Each layout a framework ran, with the reason its trials recorded."""
+    if "layout_reason" not in trials:
+        return _unique(trials, "layout")
+    pairs = trials[["layout", "layout_reason"]].dropna(subset=["layout"]).drop_duplicates()
+    return [f"{row.layout} ({row.layout_reason})" if not missing(row.layout_reason)
+            else str(row.layout) for row in pairs.sort_values("layout").itertuples()]
 
 
 def warnings(data: Inputs, soft: list[dict]) -> list[str]:
@@ -494,6 +530,11 @@ def warnings(data: Inputs, soft: list[dict]) -> list[str]:
     for s in soft:
         if " and " in s["version"]:
             out.append(f"{s['label']} ran in several versions in this run: {s['version']}.")
+    versions = _unique(trials, "fwbench_version")
+    if len(versions) > 1:
+        out.append(f"This run mixes fwbench versions ({_join(versions)}): trials measured by "
+                   "different releases are compared as one run.")
+    out += machine_warnings(trials)
     out += unpinned_warnings(trials)
     out += [f"The {name.replace('_', ' ')} table is missing: {why}." for name, why in
             sorted(data.problems.items()) if name in ("trials", "cell_stats", "comparisons")]
@@ -2478,13 +2519,14 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
 
 def method(data: Inputs, facts: dict) -> dict:
     trials, comparisons = data.trials, data.comparisons
-    hardware = {c: _join(_unique(trials, c)) for c in HARDWARE_COLUMNS if _unique(trials, c)}
+    shown = HARDWARE_COLUMNS + _machine_columns(trials)
+    hardware = {c: _join(_unique(trials, c)) for c in shown if _unique(trials, c)}
     corrections = [name for column, name in (("p_adjusted", "Bonferroni"), ("holm_p", "Holm"),
                                              ("bh_p", "Benjamini-Hochberg"))
                    if column in comparisons]
     return {
         "hardware": hardware,
-        "hardware_missing": [c for c in HARDWARE_COLUMNS if c not in hardware],
+        "hardware_missing": [c for c in shown if c not in hardware],
         "trials_per_cell": _span(trials.groupby("cell_id").size()) if "cell_id" in trials
         else "none",
         "interleaved": "run_order" in trials,

@@ -164,6 +164,8 @@ def trial_row(result: dict) -> dict:
         "threads_inter": in_force.get("threads_inter"),
         "framework_mode": in_force.get("mode"),
         "layout": in_force.get("layout"),
+        "layout_reason": in_force.get("layout_reason"),
+        "sync_ns": result["details"].get("sync_ns"),
         "framework_version": result["versions"].get("framework_version"),
         "peak_rss_bytes": result["peak_rss_bytes"],
         "device_peak_bytes": (result.get("peak_memory") or {}).get("device_peak_bytes"),

@@ -168,6 +168,7 @@ def measure_trial(settings: dict) -> dict:
         "block_size": m.block_size,
         "block_ns": m.block_ns,
         "markers_ns": m.markers_ns,
+        "sync_ns": m.sync_ns,
         "energy_mj": energy or None,
         "settings_in_force": in_force,
         "versions": {**backend.versions(), **provenance.framework_runtime(cell.framework)},

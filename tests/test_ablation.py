@@ -30,7 +30,9 @@ def _cell(profile, device="cpu", mode="idiomatic", precision="fp32", framework="
 def test_sequential_profiles_are_cumulative_and_end_at_matched():
     assert ab.ablation_profiles(["layout", "tf32"]) == [
         "defaults", "defaults+layout", "defaults+tf32+layout"]
-    assert ab.ablation_profiles(list(FACTORS))[-1] == "matched"
+    assert ab.ablation_profiles([f for f in FACTORS if f != "layout"])[-1] == "matched"
+    # Forcing NHWC on both sides is not part of `matched`: a chain with it ends beyond matched.
+    assert ab.ablation_profiles(list(FACTORS))[-1] == "defaults+" + "+".join(FACTORS)
     assert ab.ablation_profiles(["layout", "tf32"], "shapley") == [
         "defaults", "defaults+layout", "defaults+tf32", "defaults+tf32+layout"]
     # Every name the ablation produces is a profile the backends understand.
@@ -52,16 +54,21 @@ def test_cpu_points_vary_layout_and_mode_and_say_why_the_rest_cannot():
         assert ab.unsupported_reason(_cell(by_factor[factor].profile)) .startswith(factor)
     assert "equal in both frameworks" in by_factor["threads"].reason
     assert "GPU" in by_factor["tf32"].reason and "GPU" in by_factor["memory_growth"].reason
-    # Layout is the one settings factor the CPU varies: on the CPU that is all of `matched`.
-    assert (by_factor["layout"].profile, by_factor["layout"].reason) == ("matched", None)
-    assert (by_factor["mode=eager"].profile, by_factor["mode=eager"].mode) == ("matched", "eager")
+    # Layout is the one settings factor the CPU varies; `matched` leaves each framework on its
+    # own recommended layout, so forcing NHWC is a step of its own.
+    assert (by_factor["layout"].profile, by_factor["layout"].reason) == ("defaults+layout", None)
+    assert (by_factor["mode=eager"].profile, by_factor["mode=eager"].mode) == (
+        "defaults+layout", "eager")
 
 
 def test_gpu_points_vary_every_gpu_factor():
     points = ab.ablation_points({"factors": list(FACTORS)}, "cuda")
     assert [p.profile for p in points if not p.reason] == [
         "defaults", "defaults+tf32", "defaults+tf32+cudnn_autotune",
-        "defaults+tf32+cudnn_autotune+layout", "matched"]
+        "defaults+tf32+cudnn_autotune+layout",
+        "defaults+tf32+cudnn_autotune+layout+memory_growth"]
+    without_layout = ab.ablation_points({"factors": [f for f in FACTORS if f != "layout"]}, "cuda")
+    assert without_layout[-1].profile == "matched"
     assert [p.factor for p in points if p.reason] == ["determinism"]
     assert ab.unsupported_reason(_cell("defaults+tf32", device="cuda")) is None
     assert ab.unsupported_reason(_cell("defaults+tf32", device="cpu")).startswith("tf32 on cpu")
@@ -72,15 +79,16 @@ def test_shapley_points_are_every_subset_of_what_the_device_varies():
     points = ab.ablation_points({"factors": ["tf32", "layout", "mode=eager"],
                                  "order": "shapley"}, "cpu")
     measured = {(p.profile, p.mode) for p in points if not p.reason}
-    assert measured == {("defaults", "idiomatic"), ("matched", "idiomatic"),
-                        ("defaults", "eager"), ("matched", "eager")}
+    assert measured == {("defaults", "idiomatic"), ("defaults+layout", "idiomatic"),
+                        ("defaults", "eager"), ("defaults+layout", "eager")}
     assert [p.factor for p in points if p.reason] == ["tf32"]
 
 
 def test_fp16_on_the_cpu_is_an_unsupported_step_and_the_chain_goes_on():
     points = ab.ablation_points({"factors": ["precision=fp16", "layout"]}, "cpu")
     assert points[1].precision == "fp16" and "GPU" in points[1].reason
-    assert (points[2].profile, points[2].precision, points[2].reason) == ("matched", "fp32", None)
+    assert (points[2].profile, points[2].precision, points[2].reason) == (
+        "defaults+layout", "fp32", None)
 
 
 @pytest.mark.parametrize("ablation, words", [
@@ -128,8 +136,8 @@ def test_sequential_decomposition_recovers_known_effects_and_adds_up():
     # Defaults: PyTorch 2.0 ms against TensorFlow 1.0 ms. Matching the layout makes PyTorch
     # 1.25x faster; switching both to eager makes TensorFlow 1.5x slower. Residual: 1.6/1.5.
     times = {("defaults", "idiomatic", "fp32"): (2.0e6, 1.0e6),
-             ("matched", "idiomatic", "fp32"): (1.6e6, 1.0e6),
-             ("matched", "eager", "fp32"): (1.6e6, 1.5e6)}
+             ("defaults+layout", "idiomatic", "fp32"): (1.6e6, 1.0e6),
+             ("defaults+layout", "eager", "fp32"): (1.6e6, 1.5e6)}
     table = ab.decompose(_trials(times), {"factors": CPU_FACTORS})
     total, residual = _rows(table, "total"), _rows(table, "residual")
     factors = _rows(table, "factor")
@@ -169,9 +177,9 @@ def test_a_failed_step_is_not_measured_with_its_message_and_the_next_step_says_s
 def test_shapley_splits_an_interaction_evenly_where_sequential_gives_it_to_the_first():
     # Layout alone and eager alone change nothing; together they halve PyTorch's time.
     times = {("defaults", "idiomatic", "fp32"): (2.0e6, 1.0e6),
-             ("matched", "idiomatic", "fp32"): (2.0e6, 1.0e6),
+             ("defaults+layout", "idiomatic", "fp32"): (2.0e6, 1.0e6),
              ("defaults", "eager", "fp32"): (2.0e6, 1.0e6),
-             ("matched", "eager", "fp32"): (1.0e6, 1.0e6)}
+             ("defaults+layout", "eager", "fp32"): (1.0e6, 1.0e6)}
     trials = _trials(times, noise=0.001)
     shapley = _rows(ab.decompose(trials, {"factors": ["layout", "mode=eager"],
                                           "order": "shapley"}), "factor")
@@ -184,7 +192,7 @@ def test_shapley_splits_an_interaction_evenly_where_sequential_gives_it_to_the_f
 
 def test_no_gap_means_no_shares():
     times = {("defaults", "idiomatic", "fp32"): (1.0e6, 1.0e6),
-             ("matched", "idiomatic", "fp32"): (0.9e6, 1.0e6)}
+             ("defaults+layout", "idiomatic", "fp32"): (0.9e6, 1.0e6)}
     table = ab.decompose(_trials(times, noise=0.05, n=3), {"factors": ["layout"]})
     assert "contains 0" in _rows(table, "total")["note"]
     assert pd.isna(_rows(table, "factor").loc["layout", "share"])

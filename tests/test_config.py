@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from fwbench.config import check_threads, load, validate
-from fwbench.errors import ConfigError
+from fwbench.errors import ConfigError, ConfigWarning
 from tests.conftest import REPO, snakemake
 
 
@@ -54,6 +54,11 @@ def test_invalid_config_names_key_and_value(tiny_config, case, mutate, expected)
     assert "\n" not in message
     for fragment in expected:
         assert fragment in message, message
+
+
+def test_a_warmup_too_short_to_be_steady_is_said_not_refused(tiny_config):
+    with pytest.warns(ConfigWarning, match="'warmup.max': 8 is below 10.*exploratory"):
+        validate({**tiny_config, "warmup": {"min": 2, "max": 8}})
 
 
 def test_optimizer_is_one_name_or_a_list(tiny_config):

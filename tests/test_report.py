@@ -992,3 +992,21 @@ def test_pdf_carries_the_environments_and_the_unpinned_image(tmp_path):
     assert "2.3 The two framework environments" in text
     assert "measured natively, no container image (container: none)" in text
     assert "unpinned image" in text
+
+
+def test_machine_state_that_changes_within_a_comparison_is_warned():
+    trials = pd.DataFrame({
+        "pair_id": ["g1", "g1", "g2", "g2"], "device": ["cuda"] * 4,
+        "cpu_governor": ["performance", "powersave", "performance", "performance"],
+        "gpu_power_limit_w": [700.0, 700.0, 700.0, 700.0],
+        "machine_note": [None, None, "power_limit_w differs between the GPUs: 700 / 350", None],
+        "fwbench_version": ["0.1.0"] * 4})
+    warned = report.machine_warnings(trials)
+    assert warned[0].startswith("The machine's cpu governor changed between trials of 1 cell "
+                                "group(s) (performance and powersave), e.g. `g1`")
+    assert "power_limit_w differs between the GPUs" in warned[1] and len(warned) == 2
+    assert report.machine_warnings(trials.assign(cpu_governor="performance",
+                                                 machine_note=None)) == []
+    # The method section lists the machine state beside the hardware; GPU settings with a GPU.
+    assert report._machine_columns(trials)[-1] == "gpu_compute_mode"
+    assert "gpu_ecc" not in report._machine_columns(trials.assign(device="cpu"))

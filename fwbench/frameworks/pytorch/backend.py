@@ -8,8 +8,9 @@ from contextlib import nullcontext
 import torch
 
 from fwbench.errors import BackendError
-from fwbench.frameworks.base import (LOSS_SCALE_INITIAL, Backend, check_precision,
+from fwbench.frameworks.base import (LOSS_SCALE_INITIAL, Backend, check_precision, layout_for,
                                      matched_factors)
+from fwbench.frameworks import cuda_driver
 from fwbench.frameworks.pytorch import models
 from fwbench.models import OPTIMIZER, synthetic_batch
 
@@ -42,14 +43,19 @@ class PyTorchBackend(Backend):
             torch.backends.cudnn.benchmark = True
         if "determinism" in matched:
             torch.backends.cudnn.deterministic = False
-        self.channels_last = "layout" in matched
+        layout, layout_reason = layout_for(self.NAME, c.device, c.precision,
+                                           force_nhwc="layout" in matched)
+        self.channels_last = layout.startswith("NHWC")
         return {
             "threads_intra": torch.get_num_threads(),
             "threads_inter": torch.get_num_interop_threads(),
             "precision": c.precision,
             "loss_scale_initial": LOSS_SCALE_INITIAL if c.precision == "fp16" else None,
             "mode": c.framework_mode,
-            "layout": "NHWC (channels_last)" if self.channels_last else "NCHW",
+            "compiled": ("the whole step, optimizer included (torch.compile)"
+                         if c.framework_mode == "compile" else None),
+            "layout": layout,
+            "layout_reason": layout_reason,
             "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
             "tf32_convolution": torch.backends.cudnn.allow_tf32,
             "cudnn_autotune": torch.backends.cudnn.benchmark,
@@ -57,6 +63,7 @@ class PyTorchBackend(Backend):
             or torch.backends.cudnn.deterministic,
             "memory_growth": "on demand (caching allocator)",
             "device": c.device,
+            "synchronization": cuda_driver.SYNCHRONIZATION if cuda else None,
         }
 
     def load(self) -> None:
@@ -80,8 +87,7 @@ class PyTorchBackend(Backend):
             torch.cuda.reset_peak_memory_stats()
 
     def step(self):
-        x, y, loss_fn, opt = self.x, self.y, self.loss_fn, self.optimizer
-        model = torch.compile(self.model) if self.cell.framework_mode == "compile" else self.model
+        x, y, loss_fn, opt, model = self.x, self.y, self.loss_fn, self.optimizer, self.model
         dtype = self.amp_dtype
         scaler = torch.amp.GradScaler(self.device.type, init_scale=LOSS_SCALE_INITIAL,
                                       enabled=dtype == torch.float16)
@@ -100,18 +106,27 @@ class PyTorchBackend(Backend):
             scaler.update()
             return loss
 
-        @torch.inference_mode()
         def infer():
             with autocast():
                 return model(x)
 
-        return train if self.cell.phase == "train" else infer
+        fn = train if self.cell.phase == "train" else infer
+        if self.cell.framework_mode == "compile":
+            # The whole step, optimizer included, as XLA compiles TensorFlow's: Dynamo compiles
+            # the forward and the optimizer's update, AOTAutograd the backward.
+            fn = torch.compile(fn)
+        if self.cell.phase == "infer":
+            fn = torch.inference_mode()(fn)
+        if self.cell.mode == "keras":
+            # Keras's train_on_batch and predict_on_batch hand back host arrays: so does this side.
+            return lambda: _to_host(fn())
+        return fn
 
     def synchronize(self) -> None:
         # The cell's device, not self.device.type: reading a torch.device attribute around
         # every CPU step measurably slowed LeNet-5 (about 0.7%, benchmarks/harness_overhead.py).
         if self.cell.device == "cuda":
-            torch.cuda.synchronize(self.device)
+            cuda_driver.context_synchronize()
 
     def peak_memory(self) -> dict:
         if self.device.type != "cuda":
@@ -132,3 +147,7 @@ class PyTorchBackend(Backend):
                 "instruction_set": torch.backends.cpu.get_cpu_capability(),
             },
         }
+
+
+def _to_host(output):
+    return output.detach().cpu().numpy()

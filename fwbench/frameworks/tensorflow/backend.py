@@ -8,8 +8,9 @@ import keras
 import tensorflow as tf
 
 from fwbench.errors import BackendError
-from fwbench.frameworks.base import (LOSS_SCALE_INITIAL, Backend, check_precision,
+from fwbench.frameworks.base import (LOSS_SCALE_INITIAL, Backend, check_precision, layout_for,
                                      matched_factors)
+from fwbench.frameworks import cuda_driver
 from fwbench.frameworks.tensorflow import models
 from fwbench.models import OPTIMIZER, synthetic_batch
 
@@ -49,27 +50,40 @@ class TensorFlowBackend(Backend):
             for gpu in gpus:
                 tf.config.experimental.set_memory_growth(gpu, True)
         growth = [tf.config.experimental.get_memory_growth(gpu) for gpu in gpus]
+        layout, layout_reason = layout_for(self.NAME, c.device, c.precision,
+                                           force_nhwc="layout" in matched)
+        synchronous = tf.config.experimental.get_synchronous_execution()
         return {
             "threads_intra": tf.config.threading.get_intra_op_parallelism_threads(),
             "threads_inter": tf.config.threading.get_inter_op_parallelism_threads(),
             "precision": c.precision,
             "loss_scale_initial": LOSS_SCALE_INITIAL if c.precision == "fp16" else None,
             "mode": c.framework_mode,
-            # Keras builds NHWC; TensorFlow's graph optimizer may still change a GPU layout.
-            "layout": "NHWC (channels_last)",
+            "compiled": ("the whole step, optimizer included (tf.function, jit_compile=True)"
+                         if c.framework_mode == "xla" else None),
+            "layout": layout,
+            "layout_reason": layout_reason,
+            # On a GPU, the layout optimizer's kernels are not observable from here: its switch
+            # is recorded instead.
+            "layout_optimizer": tf.config.optimizer.get_experimental_options().get(
+                "layout_optimizer", True),
             "tf32_matmul": tf.config.experimental.tensor_float_32_execution_enabled(),
             "tf32_convolution": tf.config.experimental.tensor_float_32_execution_enabled(),
             "cudnn_autotune": os.environ.get("TF_CUDNN_USE_AUTOTUNE", "1") != "0",
             "deterministic": _op_determinism(),
             "memory_growth": (all(growth) if growth else None),
             "device": c.device,
-            "synchronous_execution": tf.config.experimental.get_synchronous_execution(),
+            "synchronous_execution": synchronous,
+            "synchronization": (cuda_driver.SYNCHRONIZATION if c.device == "cuda" and synchronous
+                                else "tf.test.experimental.sync_devices" if runs_ahead(c.device)
+                                else None),
         }
 
     def load(self) -> None:
         c = self.cell
         self.device = "/GPU:0" if c.device == "cuda" else "/CPU:0"
         self.runs_ahead = runs_ahead(c.device)
+        self.synchronous = tf.config.experimental.get_synchronous_execution()
         with tf.device(self.device):
             try:
                 self.model = models.build_model(c.model, c.input_shape, c.num_classes)
@@ -82,6 +96,9 @@ class TensorFlowBackend(Backend):
                     self.optimizer, initial_scale=LOSS_SCALE_INITIAL)
             x, y = synthetic_batch(c.batch_size, c.input_shape, c.num_classes, self.seed, model=c.model)
             self.x, self.y = models.batch_tensors(c.model, x, y, self.device)
+        # Read once, as PyTorch's optimizer holds its parameters: Keras walks every layer to
+        # collect trainable_variables on each read.
+        self.variables = self.model.trainable_variables
         if c.device == "cuda":
             tf.config.experimental.reset_memory_stats("GPU:0")
 
@@ -91,12 +108,14 @@ class TensorFlowBackend(Backend):
         if mode == "keras":
             return self._keras_step()
 
+        variables = self.variables
+
         def train():
             with tf.GradientTape() as tape:
                 loss = loss_fn(y, _float32(model(x, training=True)))
                 scaled = opt.scale_loss(loss) if hasattr(opt, "scale_loss") else loss
-            grads = tape.gradient(scaled, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables))
+            grads = tape.gradient(scaled, variables)
+            opt.apply_gradients(zip(grads, variables))
             return loss
 
         def infer():
@@ -121,7 +140,11 @@ class TensorFlowBackend(Backend):
         return lambda: model.predict_on_batch(x)
 
     def synchronize(self) -> None:
-        if self.runs_ahead:
+        # Synchronous execution has enqueued every kernel when a call returns, so the driver's
+        # wait (the same as PyTorch's) suffices; asynchronous execution must flush first.
+        if self.cell.device == "cuda" and self.synchronous:
+            cuda_driver.context_synchronize()
+        elif self.runs_ahead:
             tf.test.experimental.sync_devices()
 
     def peak_memory(self) -> dict:
