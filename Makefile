@@ -69,6 +69,11 @@ bench-plan: $(INSTALLED)
 bench-external: $(INSTALLED)
 	$(BIN)/python benchmarks/external_timer.py --rounds 3
 
+# A trial of each framework through Snakemake, by stage (goal: <= 1 s beyond import and measurement).
+.PHONY: bench-trial
+bench-trial: $(INSTALLED)
+	$(BIN)/python benchmarks/trial_stages.py --trials 3
+
 test-fast: $(INSTALLED)
 	$(PYTEST) -m "not slow"
 

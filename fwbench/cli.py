@@ -41,9 +41,10 @@ def _trial_command(args) -> int:
     from fwbench.trial import run_trial
 
     stop_on_signals()
+    timeline = {"job_started": _epoch_ns(args.job_started), "python_started": args.started_ns}
     try:
         result = run_trial(json.loads(args.settings), args.result, args.env, args.telemetry,
-                           args.idle)
+                           args.idle, timeline={k: v for k, v in timeline.items() if v})
     except Interrupted as exc:
         print(f"fwbench: trial interrupted, nothing written: {exc}", file=sys.stderr)
         return 130
@@ -52,6 +53,15 @@ def _trial_command(args) -> int:
     print(f"{result['cell_id']} trial {result['trial']}: {result['status']} ({summary})",
           file=sys.stderr)
     return 0
+
+
+def _epoch_ns(seconds: str | None) -> int | None:
+    """Bash's ``$EPOCHREALTIME`` ("1732451234.123456", a comma in some locales) in ns; None
+    when the shell has none (not bash 5)."""
+    try:
+        return round(float((seconds or "").replace(",", ".")) * 1e9)
+    except ValueError:
+        return None
 
 
 def _snakemake(command: list[str]) -> int:
@@ -227,12 +237,17 @@ def build_parser() -> argparse.ArgumentParser:
     trial.add_argument("--env", required=True, help="path of trial-<k>.env.json")
     trial.add_argument("--telemetry", required=True, help="path of trial-<k>.telemetry.csv")
     trial.add_argument("--idle", help="the run's idle baseline (idle.json)")
+    trial.add_argument("--job-started", metavar="SECONDS",
+                       help="when the job's shell started, in seconds since the epoch (the "
+                       "workflow passes bash's $EPOCHREALTIME), for the timeline in the log")
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, started_ns: int | None = None) -> int:
+    """``started_ns``: when ``python -m fwbench`` reached its first line (a trial's timeline)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.started_ns = started_ns
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2

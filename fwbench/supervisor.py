@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 POLL_S = 0.2
@@ -29,12 +29,17 @@ _PR_SET_PDEATHSIG = 1
 
 @dataclass
 class Outcome:
-    """How a child ended: its status and message, and what it returned when it got that far."""
+    """How a child ended: its status and message, and what it returned when it got that far.
+
+    ``timeline_ns``: when the child started and exited (wall clock, ns), and the stamps the child
+    took itself (``fwbench.worker``).
+    """
 
     status: str
     message: str
     payload: dict
     returncode: int | None
+    timeline_ns: dict[str, int] = field(default_factory=dict)
 
 
 class Interrupted(Exception):
@@ -62,11 +67,13 @@ def supervise(entry: str, settings: dict, *, timeout_s: float, memory_limit_mb: 
             cmd, env={**os.environ, **(env or {})}, stderr=subprocess.PIPE, text=True,
             start_new_session=True, preexec_fn=lambda: _child_limits(memory_limit_mb),
         ) as proc:
+            timeline = {"child_started": time.time_ns()}
             tail = _tee_stderr(proc)
             try:
                 if on_start:
                     on_start(proc.pid)
                 returncode = _wait(proc, timeout_s)
+                timeline["child_exited"] = time.time_ns()
             except BaseException:
                 _kill(proc)
                 raise
@@ -74,12 +81,14 @@ def supervise(entry: str, settings: dict, *, timeout_s: float, memory_limit_mb: 
                 tail.thread.join(timeout=5)
         if returncode is None:
             return Outcome("timeout", f"trial exceeded timeout_s={timeout_s:g} s and was killed",
-                           {}, None)
+                           {}, None, timeline)
         if out_path.exists():
             payload = json.loads(out_path.read_text())
-            return Outcome(payload.pop("status"), payload.pop("message"), payload, returncode)
+            timeline.update(payload.pop("timeline_ns", {}))
+            return Outcome(payload.pop("status"), payload.pop("message"), payload, returncode,
+                           timeline)
         return Outcome("crashed", _crash_message(returncode, memory_limit_mb, tail.lines),
-                       {}, returncode)
+                       {}, returncode, timeline)
 
 
 def _child_limits(memory_limit_mb: int | None) -> None:

@@ -5,6 +5,17 @@ child, then the result, provenance and side files. Child (``measure_trial``): th
 set before the framework is imported — Snakemake exports OMP_NUM_THREADS set to the job's
 threads, which PyTorch obeys and TensorFlow ignores, so both are told explicitly — then the
 backend, the harness, and the energy counter read at each phase marker.
+
+Both sides stamp the trial's timeline (wall-clock ``time.time_ns()``, comparable across
+processes), and the parent prints it to the job's log as it ends (``TIMELINE_PREFIX``):
+where a trial's seconds go besides the framework's import and the measurement
+(``benchmarks/trial_stages.py``, ``make bench-trial``). Names in order: ``job_started`` (the job's
+shell, ``$EPOCHREALTIME``), ``python_started`` (first line of ``python -m fwbench``),
+``trial_started``, ``sampler_started``, ``sampler_ready``, ``child_started``,
+``child_python_started``, ``child_imported``, ``framework_import_started``,
+``framework_imported``, ``model_built``, the harness's markers
+(``cold_start`` … ``end``), ``payload_ready``, ``child_exited``, ``sampler_stopped``,
+``provenance_read``, ``result_ready``, ``written``, ``ended``.
 """
 
 from __future__ import annotations
@@ -14,6 +25,7 @@ import json
 import os
 import resource
 import sys
+import time
 from datetime import datetime, timezone
 
 from fwbench import images, provenance, results, telemetry, workflow
@@ -30,6 +42,7 @@ EXPERIMENTS = {
     "convergence": "fwbench.experiments:run_convergence",
     "distributed": "fwbench.distributed:run_distributed",
 }
+TIMELINE_PREFIX = "fwbench: trial timeline "
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "TF_NUM_INTRAOP_THREADS")
 
@@ -41,14 +54,19 @@ def thread_environment(threads: int) -> dict[str, str]:
 
 # --- parent side ------------------------------------------------------------------------
 
-def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=None) -> dict:
+def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=None,
+              timeline: dict | None = None) -> dict:
     """Measure one trial in a supervised child; write its result, provenance and telemetry.
+
+    ``timeline`` holds the stamps taken before this call (the job's shell, Python's start-up);
+    the whole timeline is printed to stderr at the end.
 
     Usage::
 
         run_trial(plan.trial_settings(trial), "trial-1.json", "trial-1.env.json",
                   "trial-1.telemetry.csv", "results/default/environment/idle.json")
     """
+    timeline = {**(timeline or {}), "trial_started": time.time_ns()}
     images.check_runtime(settings["cell"]["framework"], settings.get("images"))  # where it runs
     cell = Cell.from_dict(settings["cell"])
     options = settings["telemetry"]
@@ -59,23 +77,38 @@ def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=N
         guard = telemetry.wait_for_idle_temperature(**options["thermal_guard"], idle=idle,
                                                     gpu_uuids=uuids)
     started = _now()
+    stamp(timeline, "sampler_started")
     sampler = telemetry.Sampler(telemetry_path, period_s=options["period_s"], gpu_uuids=uuids)
     with sampler:
+        stamp(timeline, "sampler_ready")
         outcome = supervise(ENTRY, {**settings, "gpu_uuids": uuids},
                             timeout_s=settings["timeout_s"],
                             memory_limit_mb=settings["memory_limit_mb"],
                             env=thread_environment(settings["threads"]), on_start=sampler.watch)
+    stamp(timeline, "sampler_stopped")
     ended = _now()
+    timeline.update(outcome.timeline_ns)
+    workflow_state = {**provenance.git_state(), "session": provenance.workflow_session()}
+    env = provenance.environment()
+    stamp(timeline, "provenance_read")
     result = results.make_result(settings, outcome, started_at=started, ended_at=ended,
-                                 workflow={**provenance.git_state(),
-                                           "session": provenance.workflow_session()})
+                                 workflow=workflow_state)
     result["thermal_guard"] = guard
     result["telemetry"] = _summary(sampler, outcome, settings, uuids, idle)
     results.validate_trial(result)
-    results.write_json({**provenance.environment(), **result["versions"]}, env_path)
+    stamp(timeline, "result_ready")
+    results.write_json({**env, **result["versions"]}, env_path)
     results.write_json(result, result_path)
+    stamp(timeline, "written")
     workflow.report_progress(result_path)  # the sweep's progress line, in a workflow job
+    stamp(timeline, "ended")
+    _progress(TIMELINE_PREFIX + json.dumps(timeline))
     return result
+
+
+def stamp(timeline: dict, name: str) -> None:
+    """Record when the trial reached ``name``, on the wall clock all its processes share."""
+    timeline[name] = time.time_ns()
 
 
 def _summary(sampler, outcome, settings, uuids, idle) -> dict | None:
@@ -108,29 +141,35 @@ def measure_idle_baseline(path, *, duration_s: float, period_s: float) -> dict:
 
 # --- child side -------------------------------------------------------------------------
 
-def load_backend(cell: Cell, settings: dict):
+def load_backend(cell: Cell, settings: dict, timeline: dict | None = None):
     """The cell's backend, configured and loaded; Unsupported when the cell cannot run here.
 
     Call after the thread variables are set: this imports the framework. Returns the backend and
-    the settings in force.
+    the settings in force. ``timeline`` gains when the framework import started and ended, and
+    when the model was built.
     """
     from fwbench.ablation import unsupported_reason  # pandas: only in the child
 
+    timeline = {} if timeline is None else timeline
     reason = (check_input(cell.model, cell.input_shape, batch_size=cell.batch_size,
                           phase=cell.phase) or unsupported_reason(cell))
     if reason:
         raise Unsupported(reason)
-    backend, in_force = configure_backend(cell, settings)
+    backend, in_force = configure_backend(cell, settings, timeline)
     backend.load()
+    stamp(timeline, "model_built")
     return backend, in_force
 
 
-def configure_backend(cell: Cell, settings: dict):
+def configure_backend(cell: Cell, settings: dict, timeline: dict | None = None):
     """The cell's backend with its settings applied (threads, precision, profile), not loaded;
     Unsupported when the framework cannot use the cell's device here."""
     from fwbench.frameworks import get_backend  # imports the framework, after the variables
 
+    timeline = {} if timeline is None else timeline
+    stamp(timeline, "framework_import_started")
     backend_cls = get_backend(cell.framework)
+    stamp(timeline, "framework_imported")
     reason = backend_cls.check_available(cell.device)
     if reason:
         raise Unsupported(reason)
@@ -145,7 +184,8 @@ def measure_trial(settings: dict) -> dict:
     if cell.experiment in EXPERIMENTS:
         module, function = EXPERIMENTS[cell.experiment].split(":")
         return getattr(importlib.import_module(module), function)(settings)
-    backend, in_force = load_backend(cell, settings)
+    timeline: dict[str, int] = {}
+    backend, in_force = load_backend(cell, settings, timeline)
     _progress(f"{cell.id} trial {settings['trial']}: measuring")
     energy: dict[str, dict] = {}
     uuids = settings["gpu_uuids"]
@@ -159,7 +199,9 @@ def measure_trial(settings: dict) -> dict:
                 blocks=settings["blocks"], block_size=settings["block_size"],
                 adaptive=Adaptive(**adaptive) if adaptive else None,
                 on_marker=read_energy if uuids else None)
-    return {
+    # The harness's markers on the wall clock: its monotonic clock's offset, read once.
+    offset = time.time_ns() - time.perf_counter_ns()
+    payload = {
         "cold_start_ns": m.cold_start_ns,
         "warmup_ns": m.warmup_ns,
         "warmup_steady": m.warmup_steady,
@@ -175,6 +217,9 @@ def measure_trial(settings: dict) -> dict:
         "peak_memory": backend.peak_memory(),
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }
+    timeline.update({name: ns + offset for name, ns in m.markers_ns.items()})
+    stamp(timeline, "payload_ready")
+    return {**payload, "timeline_ns": timeline}
 
 
 def _progress(message: str) -> None:

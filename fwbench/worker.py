@@ -2,19 +2,25 @@
 
 ``python -m fwbench.worker module:function settings.json outcome.json``. Exceptions become a
 status (``oom`` when the framework ran out of memory, ``unsupported`` when the cell cannot run
-here, else ``error``); a crash writes nothing, and the supervisor reports it.
+here, else ``error``); a crash writes nothing, and the supervisor reports it. The outcome
+carries the child's part of the trial's timeline (``timeline_ns``: when its Python started, when
+the entry's module was imported, and what the entry stamped itself).
 """
 
 from __future__ import annotations
 
-import importlib
-import json
-import re
-import sys
-import traceback
+import time
 
-from fwbench.errors import Unsupported
-from fwbench.results import write_json
+STARTED_NS = time.time_ns()  # Python's start-up ends here (fwbench.trial's timeline)
+
+import importlib  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import sys  # noqa: E402
+import traceback  # noqa: E402
+
+from fwbench.errors import Unsupported  # noqa: E402
+from fwbench.results import write_json  # noqa: E402
 
 _OOM = re.compile(r"out of memory|can't allocate memory|cannot allocate memory|failed to allocate"
                   r"|std::bad_alloc|OOM when allocating", re.IGNORECASE)
@@ -34,13 +40,17 @@ def main(entry: str, settings_path: str, out_path: str) -> None:
     module, function = entry.split(":")
     with open(settings_path) as f:
         settings = json.load(f)
+    timeline = {"child_python_started": STARTED_NS}
     try:
-        payload = getattr(importlib.import_module(module), function)(settings)
+        call = getattr(importlib.import_module(module), function)
+        timeline["child_imported"] = time.time_ns()
+        payload = call(settings)
         payload = {"status": "ok", "message": "", **payload}
     except Exception as exc:  # every failure of the measured code is a result
         traceback.print_exc()
         message = f"{type(exc).__name__}: {exc}".strip()
         payload = {"status": classify(exc), "message": message[:2000]}
+    payload["timeline_ns"] = {**timeline, **payload.get("timeline_ns", {})}
     write_json(payload, out_path)
 
 

@@ -49,10 +49,11 @@ rule run_trial:
     resources:
         benchmark_slot=1,
     # Its output goes to the log; its progress line (fwbench.workflow) to the terminal, fd 3.
+    # $EPOCHREALTIME: when bash ran this line, the start of the trial's timeline (in the log).
     shell:
         "FWBENCH_PROGRESS_FD=3 exec python -m fwbench trial --settings {params.settings:q}"
         " --result {output.result} --env {output.env} --telemetry {output.telemetry}"
-        " --idle {input.idle} 3>&2 > {log} 2>&1"
+        " --idle {input.idle} --job-started=$EPOCHREALTIME 3>&2 > {log} 2>&1"
 
 
 rule profile_cell:

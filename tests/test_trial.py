@@ -1,9 +1,14 @@
 """A real trial of each framework on the CPU: result file, thread settings, unsupported inputs."""
 
+import json
+import subprocess
+import sys
+import time
+
 import pandas as pd
 import pytest
 
-from fwbench.trial import run_trial
+from fwbench.trial import TIMELINE_PREFIX, run_trial
 from fwbench.config import validate
 from fwbench.plan import Plan
 from fwbench.results import load_trial
@@ -58,3 +63,27 @@ def test_epoch_cells_run_through_their_experiment(tmp_path, tiny_config):
     assert result["status"] == "ok", result["message"]
     assert result["details"]["steps"] == 3 and result["details"]["data_source"]
     assert len(result["iteration_ns"]) == 1
+
+
+def test_the_trial_command_logs_its_timeline_in_order(tmp_path, tiny_config):
+    # Through the command the workflow runs: every stage of the trial is stamped, in order,
+    # from the job's shell ($EPOCHREALTIME) to the last line.
+    settings = _settings(tiny_config, "pytorch")
+    shell_started = time.time()
+    proc = subprocess.run(
+        [sys.executable, "-m", "fwbench", "trial", "--settings", json.dumps(settings),
+         "--result", str(tmp_path / "r.json"), "--env", str(tmp_path / "e.json"),
+         "--telemetry", str(tmp_path / "t.csv"), f"--job-started={shell_started:.6f}"],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    line = next(l for l in proc.stderr.splitlines() if l.startswith(TIMELINE_PREFIX))
+    timeline = json.loads(line.removeprefix(TIMELINE_PREFIX))
+    order = ["job_started", "python_started", "trial_started", "sampler_started",
+             "sampler_ready", "child_started", "child_python_started", "child_imported",
+             "framework_import_started", "framework_imported", "model_built", "cold_start",
+             "warmup", "measure", "blocks", "end", "payload_ready", "child_exited",
+             "sampler_stopped", "provenance_read", "result_ready", "written", "ended"]
+    assert sorted(timeline, key=timeline.get) == order
+    assert abs(timeline["job_started"] - shell_started * 1e9) < 10_000  # bash gives µs
+    # The timeline stays out of the result: it is in the log.
+    assert "timeline_ns" not in load_trial(tmp_path / "r.json")["details"]
