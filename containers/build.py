@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -115,8 +114,8 @@ def lock_hashes(lock: Path) -> dict[str, tuple[str, set[str]]]:
     """``name`` -> (version, {sha256 hex}) of every line of an image lock."""
     found = {}
     for line in lock.read_text().splitlines():
-        match = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)((?:\s+--hash=sha256:[0-9a-f]{64})+)",
-                         line)
+        match = re.match(
+            r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)((?:\s+--hash=sha256:[0-9a-f]{64})+)", line)
         if match:
             found[_name(match[1])] = (match[2], set(re.findall(r"[0-9a-f]{64}", match[3])))
         elif line.strip() and not line.startswith("#"):

@@ -141,7 +141,8 @@ def wanted(framework: str, variant: str, old: dict[str, dict]) -> dict[str, dict
     if variant == "cuda" and framework in CUDA_EXTRA:
         for req in extra_requirements(*CUDA_EXTRA[framework]):
             before = old.get(_name(req.name), {}).get("spec", "")
-            pinned = before.startswith("==") and req.specifier.contains(before[2:], prereleases=True)
+            pinned = (before.startswith("==")
+                      and req.specifier.contains(before[2:], prereleases=True))
             entries[_name(req.name)] = {"spec": before if pinned else str(req.specifier),
                                         "hashes": []}
     for display, entry in entries.items():
@@ -176,7 +177,7 @@ def resolve(framework: str, entries: dict[str, dict]) -> dict[str, dict]:
         raise SystemExit(f"freeze.py: {framework} also needs {missing}, which this environment "
                          "does not have: install them natively (requirements.lock) first")
     resolved = {}
-    for display, entry in entries.items():
+    for display, _entry in entries.items():
         version, digest = found[_name(display)]
         resolved[display] = {"spec": f"=={version}", "hashes": [digest]}
     return resolved
@@ -186,19 +187,21 @@ def render(framework: str, variant: str, entries: dict[str, dict]) -> str:
     lines = [
         f"# containers/{framework}/{VARIANTS[variant]} — what the {framework} image installs "
         f"(VARIANT={variant}),",
-        "# with pip install --no-deps --require-hashes. Cut by containers/freeze.py from the native",
-        "# environment the tests run (requirements.lock): exact versions, closed over dependencies,",
+        "# with pip install --no-deps --require-hashes. Cut by containers/freeze.py from the "
+        "native",
+        "# environment the tests run (requirements.lock): exact versions, closed over "
+        "dependencies,",
         "# sha256 of each wheel for Linux x86_64, CPython 3.11. Do not edit by hand.",
     ]
     if variant == "cpu" and framework == "pytorch":
-        lines += ["# The same wheels as requirements-cuda.lock: torch==2.14.1's CPU build is published "
-                  "only on",
+        lines += ["# The same wheels as requirements-cuda.lock: torch==2.14.1's CPU build is "
+                  "published only on",
                   "# download.pytorch.org (2.14.1+cpu), out of reach here; PyPI's wheel is a CUDA "
                   "build that runs on the CPU."]
     if variant == "cuda" and framework in CUDA_EXTRA:
         dist, extra = CUDA_EXTRA[framework]
-        lines += [f"# The nvidia-* wheels are {CUDA_RENAME.get(dist, dist)}[{extra}]'s, resolved by "
-                  "pip within TensorFlow's declared ranges."]
+        lines += [f"# The nvidia-* wheels are {CUDA_RENAME.get(dist, dist)}[{extra}]'s, resolved "
+                  "by pip within TensorFlow's declared ranges."]
     for display, entry in entries.items():
         lines.append(f"{display}{entry['spec']}"
                      + "".join(f" --hash={h}" for h in entry["hashes"]))

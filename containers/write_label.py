@@ -28,7 +28,8 @@ def main() -> int:
     parser.add_argument("--image", required=True, help="repository:tag of this image")
     parser.add_argument("--base", required=True, help="the base image as the build named it")
     parser.add_argument("--base-digest", default="unknown",
-                        help="the base's digest or image ID, sha256:… (needed unless --base has one)")
+                        help="the base's digest or image ID, sha256:… "
+                             "(needed unless --base has one)")
     parser.add_argument("--lock", default="/opt/fwbench/requirements.lock")
     parser.add_argument("--builder", required=True, choices=["dockerfile", "apptainer"])
     parser.add_argument("--out", default="/opt/fwbench/image.json")

@@ -457,7 +457,7 @@ def _group_rows(ident, group, points, arms, ablation, confidence, n_boot, rng) -
     return rows
 
 
-# --- patel2023's explanation, tested ---------------------------------------------------------------
+# --- patel2023's explanation, tested -------------------------------------------------------------
 
 # Each counterfactual changes what one or both frameworks run, from the idiomatic baseline
 # (PyTorch eager, TensorFlow tf.function): (name, PyTorch mode, TensorFlow mode, what it tests).
@@ -652,8 +652,9 @@ def explain(decomposition: pd.DataFrame, gaps: pd.DataFrame | None = None,
     for key, rows in decomposition.groupby(keys, sort=True):
         ident = dict(zip(keys, key))
         total = rows[rows["row"] == "total"].iloc[0]
-        parts = [f"With each framework's defaults ({total['mode']} mode pair), "
-                 f"{_gap_sentence(total['ratio'], math.exp(total['contribution_ci_low']), math.exp(total['contribution_ci_high']))}."]
+        gap = _gap_sentence(total["ratio"], math.exp(total["contribution_ci_low"]),
+                            math.exp(total["contribution_ci_high"]))
+        parts = [f"With each framework's defaults ({total['mode']} mode pair), {gap}."]
         ratio_before = total["ratio"]
         moved, unsupported = [], []
         for _, r in rows[rows["row"] == "factor"].iterrows():
@@ -712,7 +713,8 @@ def _profile_sentences(profiles, ident, rows) -> list[str]:
             p = p[p[k].astype(str) == str(v)]
     out = []
     points = rows[(rows["status"] == "measured") & rows["profile"].notna()]
-    for _, point in points.iloc[[0, -1]].drop_duplicates(["profile", "mode", "precision"]).iterrows():
+    ends = points.iloc[[0, -1]].drop_duplicates(["profile", "mode", "precision"])
+    for _, point in ends.iterrows():
         cell = p[(p["profile"] == point["profile"]) & (p["mode"] == point["mode"])
                  & (p["precision"] == point["precision"])]
         sides = {fw: cell[cell["framework"] == fw].set_index("category")

@@ -4,7 +4,8 @@ FwbenchError
  ├── ConfigError        the sweep configuration is invalid (names the key and the value)
  ├── ResultError        a result file is missing, malformed or of an unknown schema version
  └── BackendError       a framework failed at the backend boundary
-      └── Unsupported   the cell cannot run on this framework, device or input (status `unsupported`)
+      └── Unsupported   the cell cannot run on this framework, device or input
+                        (status `unsupported`)
 
 ConfigWarning           a valid configuration that cannot give what a reader expects (a warm-up
                         too short to be steady): said, not refused, so smoke runs stay possible

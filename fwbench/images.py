@@ -79,14 +79,16 @@ class ImageError(FwbenchError):
 
 def default_lock_path() -> Path:
     """The lock in use: ``$FWBENCH_IMAGES_LOCK`` if set, else the images ``make images`` built
-    here (``containers/build/images.lock``) if any, else the registry's ``containers/images.lock``."""
+    here (``containers/build/images.lock``) if any, else the registry's
+    ``containers/images.lock``."""
     if os.environ.get(LOCK_VARIABLE):
         return Path(os.environ[LOCK_VARIABLE])
     return LOCAL_LOCK_PATH if LOCAL_LOCK_PATH.exists() else LOCK_PATH
 
 
 def registry_lock_path() -> Path:
-    """The lock ``make pin-images`` writes: ``$FWBENCH_IMAGES_LOCK`` or ``containers/images.lock``."""
+    """The lock ``make pin-images`` writes: ``$FWBENCH_IMAGES_LOCK`` or
+    ``containers/images.lock``."""
     return Path(os.environ.get(LOCK_VARIABLE) or LOCK_PATH)
 
 
@@ -175,7 +177,8 @@ def archive_digest(path: str | os.PathLike) -> str:
             manifest = json.load(archive.extractfile("manifest.json"))
         config = manifest[0]["Config"]
     except (OSError, KeyError, IndexError, ValueError, tarfile.TarError) as exc:
-        raise ImageError(f"{path} is not a docker-archive image file ({exc}): run `make images`")
+        raise ImageError(
+            f"{path} is not a docker-archive image file ({exc}): run `make images`") from exc
     return "sha256:" + re.sub(r"^.*?([0-9a-f]{64})(\.json)?$", r"\1", config)
 
 
@@ -365,7 +368,8 @@ def check_runtime(framework: str, expected_images: Mapping[str, dict] | None,
     if label.get("framework") != framework:
         problems.append(f"its label names framework {label.get('framework')!r}, not {framework!r}")
     if label.get("image") != expected["tag"]:
-        problems.append(f"its label names image {label.get('image')!r}, the lock {expected['tag']!r}")
+        problems.append(f"its label names image {label.get('image')!r}, "
+                        f"the lock {expected['tag']!r}")
     prefix = Path(label.get("prefix") or "/nonexistent")
     if Path(sys.prefix).resolve() != prefix.resolve():
         problems.append(f"Python runs from {sys.prefix}, not from the image's {prefix}")
@@ -454,7 +458,8 @@ def pin_images(lock_path: str | os.PathLike | None = None,
         try:
             digest = resolver(reference).strip()
             if not DIGEST.match(digest):
-                raise ImageError(f"the registry tool answered {digest[:100]!r}, not a sha256 digest")
+                raise ImageError(f"the registry tool answered {digest[:100]!r}, "
+                                 "not a sha256 digest")
         except (ImageError, OSError, subprocess.SubprocessError) as exc:
             row["error"] = str(exc)
         else:
@@ -525,7 +530,8 @@ def _docker(binary: str) -> Resolver:
             out = _run([binary, "image", "inspect", "--format", "{{json .RepoDigests}}", ref])
         except ImageError:
             raise ImageError(f"docker cannot ask the registry ({registry_error}) and has no local "
-                             f"copy of {ref}; install skopeo or crane, or the buildx plugin") from None
+                             f"copy of {ref}; install skopeo or crane, or the buildx "
+                             "plugin") from None
         repository = ref.rsplit(":", 1)[0]
         for item in json.loads(out) or []:
             if item.split("@")[0] in (repository, repository.removeprefix("docker.io/")):
@@ -534,7 +540,8 @@ def _docker(binary: str) -> Resolver:
     return resolve
 
 
-def pin_command(lock_path: str | os.PathLike | None = None, resolver: Resolver | None = None) -> int:
+def pin_command(lock_path: str | os.PathLike | None = None,
+                resolver: Resolver | None = None) -> int:
     """``make pin-images``: pin, print one line per image, exit 1 if any tag stayed unresolved."""
     path = Path(lock_path) if lock_path else registry_lock_path()
     try:

@@ -366,7 +366,7 @@ def _cells_table(trials):
         }
 
     rows = []
-    for cell_id, group in trials.groupby("cell_id", sort=True):
+    for _cell_id, group in trials.groupby("cell_id", sort=True):
         rows.append({**group.iloc[0][_axes_columns()].to_dict(), **summarize(group)})
     import pandas as pd
 

@@ -34,8 +34,14 @@ from scipy import stats as sps
 from scipy.special import ndtr, ndtri
 
 from fwbench.results import AXES, AXIS_DEFAULTS
-from fwbench.trial_quality import (adjacency_recorded, adjacent, count_false, count_true,
-                                   exploratory_reasons, recorded_drift)
+from fwbench.trial_quality import (
+    adjacency_recorded,
+    adjacent,
+    count_false,
+    count_true,
+    exploratory_reasons,
+    recorded_drift,
+)
 
 __all__ = [
     "summarize", "trial_statistics", "cell_summaries", "compare_pairs", "comparison_tests",
@@ -1048,7 +1054,7 @@ def florencio2019_tests(trials: pd.DataFrame, per_trial: pd.DataFrame,
               f"both phases): exactly this floor, so in each all 100 paired differences had the "
               f"same sign and the p-value says nothing more; the exact test gives 2/2^100 = "
               f"{2.0 ** -99:.3g}"))]
-    for run, pair_id, pt, tf in _arms(per_trial):
+    for _run, pair_id, pt, tf in _arms(per_trial):
         first = pt.iloc[0]
         fam = f"florencio2019/{first['experiment']}/{first['device']}"
         base = dict(family=fam, source="florencio2019", scope=pair_id, phase=first["phase"])
@@ -1180,7 +1186,6 @@ def _power_rows(per_trial: pd.DataFrame, *, confidence: float, rope: float,
     from statsmodels.stats.weightstats import ttost_ind
 
     rows = []
-    alpha = 1.0 - confidence
     for k, group in _trend_groups(per_trial, None):
         base = dict(family=f"patel2023/{k['experiment']}/{k['device']}/power", source="patel2023",
                     scope=_scope(k), phase=k["phase"], metric=column, hypothesis=hyp,
@@ -1253,7 +1258,7 @@ def geometric_mean_tests(per_trial: pd.DataFrame, *, confidence: float = 0.95,
     Exploratory when any of its comparisons is (``comparisons``: compare_pairs' table), since
     a mean of hints is a hint."""
     by_family: dict = {}
-    for _, pair_id, pt, tf in _arms(per_trial):
+    for _, _pair_id, pt, tf in _arms(per_trial):
         by_family.setdefault(_family(pt.iloc[0]), []).append(
             (pt["trial_median_ns"].to_numpy(float), tf["trial_median_ns"].to_numpy(float)))
     hints = (comparisons[comparisons["exploratory"].astype(bool)]

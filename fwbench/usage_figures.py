@@ -13,8 +13,19 @@ import numpy as np
 import pandas as pd
 from matplotlib import rc_context
 
-from fwbench.figures import (FRAMEWORK_COLOURS, FRAMEWORK_LABELS, RC, Figure, _new, _save,
-                             constant_axes, is_exploratory, missing, pair_label, varying_axes)
+from fwbench.figures import (
+    FRAMEWORK_COLOURS,
+    FRAMEWORK_LABELS,
+    RC,
+    Figure,
+    _new,
+    _save,
+    constant_axes,
+    is_exploratory,
+    missing,
+    pair_label,
+    varying_axes,
+)
 from fwbench.memory import METRICS
 
 MARKERS = "osD^v<>P"

@@ -10,10 +10,28 @@ import pandas as pd
 
 from fwbench import figures as figs
 from fwbench.memory import METRICS
-from fwbench.report import (Inputs, Legend, Notes, Numbering, _axis_header, _constant, _get,
-                            _interval, _label, _level_sentence, _sorted, _table, _text,
-                            _uniform_level, _varying, _verdict_text, _with_level, fmt_duration,
-                            fmt_p, sig)
+from fwbench.report import (
+    Inputs,
+    Legend,
+    Notes,
+    Numbering,
+    _axis_header,
+    _constant,
+    _get,
+    _interval,
+    _label,
+    _level_sentence,
+    _sorted,
+    _table,
+    _text,
+    _uniform_level,
+    _varying,
+    _verdict_text,
+    _with_level,
+    fmt_duration,
+    fmt_p,
+    sig,
+)
 
 MIB = 2**20
 PEAK_NAMES = {"peak_rss_bytes": "RSS", "device_peak_bytes": "device"}

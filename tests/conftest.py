@@ -36,7 +36,8 @@ def tiny_config() -> dict:
     return copy.deepcopy(TINY_CONFIG)
 
 
-def snakemake(workdir: Path, *args: str, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, *args: str, timeout: float = 600,
+              **kwargs) -> subprocess.CompletedProcess:
     """Run this repository's workflow in ``workdir`` with the test interpreter's environment."""
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     return subprocess.run(

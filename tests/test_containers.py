@@ -53,8 +53,8 @@ def test_shipped_lock_is_valid_and_pins_nothing_it_did_not_resolve():
     assert set(lock["images"]) == {"pytorch", "tensorflow"}
     for framework, entry in lock["images"].items():
         pins = (REPO / entry["lock"]).read_text()
-        assert re.search(rf"\n{entry['package']}=={entry['version']} --hash=sha256:[0-9a-f]{{64}}\n",
-                         pins), framework
+        pin = rf"\n{entry['package']}=={entry['version']} --hash=sha256:[0-9a-f]{{64}}\n"
+        assert re.search(pin, pins), framework
         assert entry["lock"] == f"containers/{framework}/requirements-cuda.lock"
 
 
@@ -110,11 +110,14 @@ def test_label_writer_records_what_the_job_checks(tmp_path):
                     "--framework", "pytorch", "--variant", "cpu",
                     "--image", "example.org/fwbench-pytorch:t1", "--base", f"python@{_digest('b')}",
                     "--lock", str(lock), "--builder", "dockerfile", "--out", str(out)],
-                   check=True, capture_output=True, env={**os.environ, "SOURCE_DATE_EPOCH": "86400"})
+                   check=True, capture_output=True,
+                   env={**os.environ, "SOURCE_DATE_EPOCH": "86400"})
     label = json.loads(out.read_text())
     assert label["framework"] == "pytorch" and label["image"] == "example.org/fwbench-pytorch:t1"
-    assert label["prefix"] == sys.prefix and label["site_packages"] == sysconfig.get_paths()["purelib"]
-    assert label["version"] == "2.14.1" and any(p.startswith("torch==") for p in label["pip_freeze"])
+    assert label["prefix"] == sys.prefix
+    assert label["site_packages"] == sysconfig.get_paths()["purelib"]
+    assert label["version"] == "2.14.1"
+    assert any(p.startswith("torch==") for p in label["pip_freeze"])
     assert label["package"] == "torch" and label["variant"] == "cpu"
     assert label["base_digest"] == _digest("b")
     assert label["lock_sha256"] == hashlib.sha256(lock.read_bytes()).hexdigest()
@@ -180,7 +183,8 @@ def test_pin_images_through_crane_and_without_any_tool(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_REGISTRY", str(tmp_path / "registry.json"))
     crane = str(_fake_bin(tmp_path, "crane") / "crane")
     resolver = images.registry_resolver(which=lambda tool: crane if tool == "crane" else None)
-    assert all(r["new"] == _digest(r["reference"]) for r in images.pin_images(lock, resolver).values())
+    pinned = images.pin_images(lock, resolver).values()
+    assert all(r["new"] == _digest(r["reference"]) for r in pinned)
 
     with pytest.raises(images.ImageError, match="skopeo, crane or docker"):
         images.registry_resolver(which=lambda tool: None)
@@ -309,7 +313,8 @@ def _images_setup(workdir: Path, digests: dict[str, str]) -> dict[str, str]:
     in for both images (a label naming each framework, this Python as the image's)."""
     lock = workdir / "images.lock"
     _write_lock(lock, {"base": _digest("base"), **digests},
-                packages={"pytorch": ("torch", "2.14.1"), "tensorflow": ("tensorflow-cpu", "2.21.0")})
+                packages={"pytorch": ("torch", "2.14.1"),
+                          "tensorflow": ("tensorflow-cpu", "2.21.0")})
     entries = images.load_lock(lock)["images"]
     urls = {f: images.container_url(e) for f, e in entries.items()}
     registry = {url: {"label": {"framework": f, "image": images.tag_reference(entries[f]),
@@ -417,7 +422,8 @@ def test_a_new_digest_for_one_framework_reruns_its_cells_and_their_partners(cont
 def test_use_singularity_stops_before_any_job_when_a_digest_is_missing(tmp_path, monkeypatch):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(TINY_CONFIG))
     _write_lock(tmp_path / "images.lock", {"pytorch": _digest("p")})
-    monkeypatch.setenv("PATH", f"{_fake_bin(tmp_path, 'apptainer')}{os.pathsep}{os.environ['PATH']}")
+    fake_bin = _fake_bin(tmp_path, "apptainer")
+    monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FWBENCH_IMAGES_LOCK", str(tmp_path / "images.lock"))
     monkeypatch.setenv("FAKE_APPTAINER_LOG", str(tmp_path / "apptainer.log"))
     proc = snakemake(tmp_path, "--cores", "1", "--use-singularity")

@@ -280,8 +280,7 @@ def test_real_convergence_trials_reach_the_report(tmp_path):
     """Two epochs of LeNet-5 on generated MNIST files in each framework, in fresh supervised
     processes from one weights file, collected and rendered as the workflow does (the HTML:
     the PDF is the same document, checked in tests/test_report.py)."""
-    from fwbench import data as D
-    from fwbench import experiments as E
+    from fwbench import data as D, experiments as E
     from fwbench.supervisor import supervise
 
     D.generate("mnist", tmp_path / "data", train=200, test=50)

@@ -219,10 +219,10 @@ def test_evaluation_batches_cover_the_test_set_in_order(generated):
 
 
 def test_both_frameworks_receive_identical_batches(generated):
+    import torch
+
     from fwbench.frameworks.pytorch import data as P
     from fwbench.frameworks.tensorflow import data as T
-
-    import torch
 
     data = D.load("cifar10", generated)
     common = {"epoch": 1, "seed": 7, "augment": D.Augment()}

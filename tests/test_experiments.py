@@ -9,8 +9,7 @@ trials run in a fresh supervised process, as the workflow runs them.
 import numpy as np
 import pytest
 
-from fwbench import data as D
-from fwbench import experiments as E
+from fwbench import data as D, experiments as E
 from fwbench.cells import Cell
 from fwbench.models import OPTIMIZERS
 from fwbench.supervisor import supervise

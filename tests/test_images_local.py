@@ -78,7 +78,7 @@ def calls(log: Path) -> list[list[str]]:
 
 def local_lock(folder: Path, file_name: str, digest: str = IMAGE_ID, **extra) -> Path:
     lock = images.load_lock(images.LOCK_PATH)
-    for framework, entry in lock["images"].items():
+    for _framework, entry in lock["images"].items():
         entry.update(digest=digest, file=file_name, engine="podman", lock_sha256="0" * 64,
                      **extra)
     path = folder / "images.lock"

@@ -24,8 +24,15 @@ import pytest
 import yaml
 
 from fwbench import report
-from fwbench.report import (NotMeasured, Notes, build_report, evaluate_claim, fmt_duration,
-                            load_claims, sig)
+from fwbench.report import (
+    Notes,
+    NotMeasured,
+    build_report,
+    evaluate_claim,
+    fmt_duration,
+    load_claims,
+    sig,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = "RuntimeError: <script>alert('x')</script> & CUDA out of memory"
@@ -110,7 +117,7 @@ def make_iterations(trials: pd.DataFrame) -> pd.DataFrame:
 
 def make_cells(trials: pd.DataFrame) -> pd.DataFrame:
     rows = []
-    for cell_id, g in trials.groupby("cell_id", sort=True):
+    for _cell_id, g in trials.groupby("cell_id", sort=True):
         failed = g[g["status"] != "ok"]
         rows.append({**g.iloc[0][["run", "cell_id", "pair_id", *AXES]].to_dict(),
                      "n_trials": len(g), "n_ok": int((g["status"] == "ok").sum()),

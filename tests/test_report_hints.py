@@ -13,10 +13,8 @@ import re
 import pandas as pd
 import pytest
 
-from fwbench import report
-from fwbench import stats as st
-from tests.test_report import (DIRECTION, LEAKS, _pairs, html_only, section, visible,
-                               write_run)
+from fwbench import report, stats as st
+from tests.test_report import DIRECTION, LEAKS, _pairs, html_only, section, visible, write_run
 from tests.test_stats import make_tables, shifted
 
 

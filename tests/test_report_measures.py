@@ -20,8 +20,7 @@ from fwbench import report
 from fwbench.distributed import summarize_distributed
 from fwbench.flops import achieved_flops
 from fwbench.telemetry.trace import trace_rows
-from tests.test_report import (LEAKS, _need, _pdf_text, html_only, plain, section, visible,
-                               write_run)
+from tests.test_report import LEAKS, _need, _pdf_text, html_only, plain, section, visible, write_run
 
 H100 = Path(__file__).parent / "fixtures" / "telemetry" / "h100"
 MODELS = {"lenet5": {"num_classes": 10}, "resnet18": {"num_classes": 10}}
