@@ -100,3 +100,14 @@ test-containers: $(INSTALLED)
 .PHONY: pin-images
 pin-images: $(INSTALLED)
 	$(BIN)/python -m fwbench.images pin
+
+# Lint: ruff (rules in pyproject.toml), snakefmt --check, and snakemake --lint, whose findings
+# the workflow keeps on purpose each carry a `lint-ok` comment saying why
+# (scripts/lint_workflow.py). Runs all three, then fails if any failed.
+.PHONY: lint
+lint: $(INSTALLED)
+	@status=0; \
+	$(BIN)/ruff check --output-format concise . || status=1; \
+	$(BIN)/snakefmt --check --compact-diff Snakefile rules/ || status=1; \
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python scripts/lint_workflow.py || status=1; \
+	exit $$status

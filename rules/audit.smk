@@ -6,18 +6,25 @@
 from fwbench.provenance import audited_runs
 
 
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule audit_versions:
     input:
         results=get_trial_results(),
         envs=PLAN.trial_paths("env.json"),
     output:
-        versions=f"{RESULTS}/audit/versions.csv",
+        versions=report(
+            f"{RESULTS}/audit/versions.csv",
+            caption="../report/captions/versions.rst",
+            category="Provenance",
+            subcategory="Software versions",
+        ),
     log:
         f"logs/{PLAN.run}/audit_versions.log",
     shell:
         "python -m fwbench.provenance versions --out {output.versions} {input.envs:q} > {log} 2>&1"
 
 
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule audit_diff:
     input:
         this=rules.audit_versions.output.versions,
@@ -36,7 +43,4 @@ rule audit_diff:
 rule audit:
     input:
         versions=rules.audit_versions.output.versions,
-        diffs=[
-            f"{RESULTS}/audit/diff-{other}.csv"
-            for other in audited_runs(exclude=PLAN.run)
-        ],
+        diffs=[f"{RESULTS}/audit/diff-{other}.csv" for other in audited_runs(exclude=PLAN.run)],

@@ -1,8 +1,14 @@
 # Host side: figures and the paper, HTML and PDF from one template. Reads tables and stats only,
 # and the version audit: its versions table (an input, so the report always has it) and any
 # diff-<other>.csv that `snakemake --cores 1 audit` left beside it (shown when present).
+# `snakemake --cores 1 --report` adds Snakemake's own report: the outputs marked report() in
+# rules/*.smk, introduced by report/workflow.rst.
 
 
+report: "../report/workflow.rst"
+
+
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule build_report:
     input:
         iterations=rules.collect_tables.output.iterations,
@@ -26,8 +32,18 @@ rule build_report:
         versions=rules.audit_versions.output.versions,
     output:
         html=f"{RESULTS}/report/report.html",
-        pdf=f"{RESULTS}/report/report.pdf",
-        figures=directory(f"{RESULTS}/report/figures"),
+        pdf=report(
+            f"{RESULTS}/report/report.pdf",
+            caption="../report/captions/paper.rst",
+            category="Paper",
+        ),
+        figures=report(
+            directory(f"{RESULTS}/report/figures"),
+            patterns=["{name}.svg"],
+            caption="../report/captions/figures.rst",
+            category="Figures",
+            labels={"figure": "{name}"},
+        ),
     log:
         f"logs/{PLAN.run}/build_report.log",
     params:

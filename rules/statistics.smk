@@ -3,17 +3,48 @@
 # the distributed experiment's scaling and strategy comparisons; achieved FLOP/s per cell.
 
 
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule summarise_results:
     input:
         iterations=rules.collect_tables.output.iterations,
         trials=rules.collect_tables.output.trials,
     output:
-        cells=f"{RESULTS}/stats/cells.csv",
-        comparisons=f"{RESULTS}/stats/comparisons.csv",
-        tests=f"{RESULTS}/stats/tests.csv",
-        memory=f"{RESULTS}/stats/memory.csv",
-        memory_comparisons=f"{RESULTS}/stats/memory_comparisons.csv",
-        latency=f"{RESULTS}/stats/latency.csv",
+        cells=report(
+            f"{RESULTS}/stats/cells.csv",
+            caption="../report/captions/statistics.rst",
+            category="Tables",
+            subcategory="Time, memory and latency",
+        ),
+        comparisons=report(
+            f"{RESULTS}/stats/comparisons.csv",
+            caption="../report/captions/statistics.rst",
+            category="Tables",
+            subcategory="Time, memory and latency",
+        ),
+        tests=report(
+            f"{RESULTS}/stats/tests.csv",
+            caption="../report/captions/statistics.rst",
+            category="Tables",
+            subcategory="Time, memory and latency",
+        ),
+        memory=report(
+            f"{RESULTS}/stats/memory.csv",
+            caption="../report/captions/statistics.rst",
+            category="Tables",
+            subcategory="Time, memory and latency",
+        ),
+        memory_comparisons=report(
+            f"{RESULTS}/stats/memory_comparisons.csv",
+            caption="../report/captions/statistics.rst",
+            category="Tables",
+            subcategory="Time, memory and latency",
+        ),
+        latency=report(
+            f"{RESULTS}/stats/latency.csv",
+            caption="../report/captions/statistics.rst",
+            category="Tables",
+            subcategory="Time, memory and latency",
+        ),
     log:
         f"logs/{PLAN.run}/summarise_results.log",
     params:
@@ -23,12 +54,23 @@ rule summarise_results:
         "../scripts/summarise_results.py"
 
 
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule summarise_ablation:
     input:
         trials=rules.collect_tables.output.trials,
     output:
-        ablation=f"{RESULTS}/stats/ablation.csv",
-        gaps=f"{RESULTS}/stats/gaps.csv",
+        ablation=report(
+            f"{RESULTS}/stats/ablation.csv",
+            caption="../report/captions/ablation.rst",
+            category="Tables",
+            subcategory="Ablation",
+        ),
+        gaps=report(
+            f"{RESULTS}/stats/gaps.csv",
+            caption="../report/captions/ablation.rst",
+            category="Tables",
+            subcategory="Ablation",
+        ),
     log:
         f"logs/{PLAN.run}/summarise_ablation.log",
     params:
@@ -39,12 +81,23 @@ rule summarise_ablation:
         "../scripts/summarise_ablation.py"
 
 
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule summarise_distributed:
     input:
         trials=rules.collect_tables.output.trials,
     output:
-        scaling=f"{RESULTS}/stats/scaling.csv",
-        strategies=f"{RESULTS}/stats/strategies.csv",
+        scaling=report(
+            f"{RESULTS}/stats/scaling.csv",
+            caption="../report/captions/distributed.rst",
+            category="Tables",
+            subcategory="Distributed",
+        ),
+        strategies=report(
+            f"{RESULTS}/stats/strategies.csv",
+            caption="../report/captions/distributed.rst",
+            category="Tables",
+            subcategory="Distributed",
+        ),
     log:
         f"logs/{PLAN.run}/summarise_distributed.log",
     params:
@@ -53,12 +106,18 @@ rule summarise_distributed:
         "../scripts/summarise_distributed.py"
 
 
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule summarise_flops:
     input:
         cells=rules.summarise_results.output.cells,
         trials=rules.collect_tables.output.trials,
     output:
-        flops=f"{RESULTS}/stats/flops.csv",
+        flops=report(
+            f"{RESULTS}/stats/flops.csv",
+            caption="../report/captions/flops.rst",
+            category="Tables",
+            subcategory="FLOP/s",
+        ),
     log:
         f"logs/{PLAN.run}/summarise_flops.log",
     params:

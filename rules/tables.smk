@@ -2,6 +2,7 @@
 # confusion: the real-data experiments' records, empty when none ran).
 
 
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule collect_tables:
     input:
         trials=get_trial_results(),
@@ -17,6 +18,7 @@ rule collect_tables:
         "../scripts/collect_tables.py"
 
 
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule collect_profiles:
     input:
         profiles=get_profiles(),
@@ -31,6 +33,7 @@ rule collect_profiles:
 # The trials table by its path, not rules.collect_tables.output: Snakemake hashes a rule's whole
 # input list once per file when the rule also names another rule's output (quadratic: 15 s of a
 # 5,000-trial dry-run).
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule collect_telemetry_trace:
     input:
         trials=f"{RESULTS}/tables/trials.parquet",
