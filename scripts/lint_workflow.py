@@ -6,7 +6,8 @@ whose rule (or, for a finding about a line of a file, that line) carries a comme
     # lint-ok KIND: the reason
 
 in the comment block right above it; KIND names the lint (KINDS below). Every other finding
-fails, and so does a `lint-ok` comment that silences nothing. Usage (what `make lint` runs):
+fails, and so does a `lint-ok` comment that silences nothing. Usage, in the workflow's folder
+(`make lint` runs it in the repository):
 
     python scripts/lint_workflow.py [extra snakemake arguments]
 """
@@ -17,8 +18,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parent.parent
 
 # Snakemake's lint titles (snakemake/linting/*.py) by the name a `lint-ok` comment gives them.
 KINDS = {
@@ -40,7 +39,7 @@ def findings(output: str) -> list[tuple[str, Path, int | None, str]]:
         if header := HEADER.match(text):
             rule, line, rule_file, snakefile = header.groups()
             where = (f"rule {rule}", Path(rule_file), int(line)) if rule else \
-                (f"snakefile {snakefile}", Path(snakefile), None)
+                ("snakefile", Path(snakefile), None)
         elif (title := TITLE.match(text)) and where:
             what, path, line = where
             if line is None and (at := LINE.search(title[1])):
@@ -60,13 +59,13 @@ def markers_above(lines: list[str], line: int) -> dict[str, int]:
 
 
 def _shown(path: Path) -> Path:
-    return path.resolve().relative_to(REPO) if path.resolve().is_relative_to(REPO) else path
+    here = Path.cwd().resolve()
+    return path.resolve().relative_to(here) if path.resolve().is_relative_to(here) else path
 
 
 def main(args: list[str]) -> int:
     snakemake = Path(sys.executable).with_name("snakemake")  # this environment's
-    proc = subprocess.run([str(snakemake), "--lint", *args], cwd=REPO, capture_output=True,
-                          text=True)
+    proc = subprocess.run([str(snakemake), "--lint", *args], capture_output=True, text=True)
     output = proc.stdout + proc.stderr
     found = findings(output)
     if proc.returncode != 0 and not found:
@@ -80,9 +79,11 @@ def main(args: list[str]) -> int:
         if kind:
             used.add((path.resolve(), kinds[kind]))
         else:
-            failed.append(f"{_shown(path)}:{line or ''} {what.split(' /')[0]}: {title}")
-    allowed = len(found) - sum(1 for f in failed)
-    for path in [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]:
+            failed.append(f"{_shown(path)}:{line or ''} {what}: {title}")
+    allowed = len(found) - len(failed)
+    for path in [Path("Snakefile"), *sorted(Path("rules").glob("*.smk"))]:
+        if not path.is_file():
+            continue
         for number, text in enumerate(path.read_text().splitlines(), 1):
             marker = MARKER.search(text)
             if marker and (marker[1] not in KINDS or (path.resolve(), number) not in used):
