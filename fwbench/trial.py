@@ -28,12 +28,13 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from fwbench import images, provenance, results, telemetry, workflow
+# Only what both sides need is imported here: the measuring child imports this module before
+# the framework, so each side imports its own modules where it starts (run_trial: jsonschema,
+# yaml and the supervisor; load_backend: numpy).
+from fwbench import provenance, telemetry
 from fwbench.cells import Cell
 from fwbench.errors import Unsupported
 from fwbench.harness import Adaptive, measure
-from fwbench.models import check_input
-from fwbench.supervisor import supervise
 
 ENTRY = "fwbench.trial:measure_trial"
 # Experiments other than `throughput` measure through their own drivers, in the same child.
@@ -66,6 +67,9 @@ def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=N
         run_trial(plan.trial_settings(trial), "trial-1.json", "trial-1.env.json",
                   "trial-1.telemetry.csv", "results/default/environment/idle.json")
     """
+    from fwbench import images, results, workflow
+    from fwbench.supervisor import supervise
+
     timeline = {**(timeline or {}), "trial_started": time.time_ns()}
     images.check_runtime(settings["cell"]["framework"], settings.get("images"))  # where it runs
     cell = Cell.from_dict(settings["cell"])
@@ -88,13 +92,14 @@ def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=N
     stamp(timeline, "sampler_stopped")
     ended = _now()
     timeline.update(outcome.timeline_ns)
-    workflow_state = {**provenance.git_state(), "session": provenance.workflow_session()}
     env = provenance.environment()
     stamp(timeline, "provenance_read")
     result = results.make_result(settings, outcome, started_at=started, ended_at=ended,
-                                 workflow=workflow_state)
+                                 workflow={**env["workflow"],
+                                           "session": provenance.workflow_session()})
     result["thermal_guard"] = guard
-    result["telemetry"] = _summary(sampler, outcome, settings, uuids, idle)
+    samples = results.samples_per_iteration(settings["cell"], outcome.payload)
+    result["telemetry"] = _summary(sampler, outcome, uuids, idle, samples)
     results.validate_trial(result)
     stamp(timeline, "result_ready")
     results.write_json({**env, **result["versions"]}, env_path)
@@ -111,11 +116,10 @@ def stamp(timeline: dict, name: str) -> None:
     timeline[name] = time.time_ns()
 
 
-def _summary(sampler, outcome, settings, uuids, idle) -> dict | None:
+def _summary(sampler, outcome, uuids, idle, samples: int) -> dict | None:
     markers = outcome.payload.get("markers_ns")
     if not markers:
         return None
-    samples = results.samples_per_iteration(settings["cell"], outcome.payload)
     return telemetry.summarize_phases(
         sampler.out_csv, markers, outcome.payload.get("energy_mj"),
         samples, len(outcome.payload["iteration_ns"]),
@@ -134,6 +138,8 @@ def _now() -> str:
 
 def measure_idle_baseline(path, *, duration_s: float, period_s: float) -> dict:
     """The run's idle baseline (GPU power and temperature, CPU temperature), written to ``path``."""
+    from fwbench import results
+
     idle = telemetry.measure_idle(duration_s, period_s=period_s)
     results.write_json(idle, path)
     return idle
@@ -148,11 +154,17 @@ def load_backend(cell: Cell, settings: dict, timeline: dict | None = None):
     the settings in force. ``timeline`` gains when the framework import started and ended, and
     when the model was built.
     """
-    from fwbench.ablation import unsupported_reason  # pandas: only in the child
+    from fwbench.models import check_input
 
     timeline = {} if timeline is None else timeline
-    reason = (check_input(cell.model, cell.input_shape, batch_size=cell.batch_size,
-                          phase=cell.phase) or unsupported_reason(cell))
+    reason = check_input(cell.model, cell.input_shape, batch_size=cell.batch_size,
+                         phase=cell.phase)
+    if not reason and "+" in cell.profile:
+        # Only an ablation step (base+factor…) can be refused; the module costs pandas' import
+        # (0.2 s), which no other trial pays.
+        from fwbench.ablation import unsupported_reason
+
+        reason = unsupported_reason(cell)
     if reason:
         raise Unsupported(reason)
     backend, in_force = configure_backend(cell, settings, timeline)

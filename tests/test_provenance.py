@@ -68,6 +68,28 @@ def test_loaded_libraries_read_from_the_process_maps(tmp_path):
     assert libs["libcudnn.so.9"]["version"] == "9"
 
 
+def test_loaded_libraries_name_the_package_that_ships_them(tmp_path, monkeypatch):
+    # A wheel's own library and one it vendors in <name>.libs, both owned through its RECORD.
+    site = tmp_path / "site-packages"
+    files = ["fake_fw/lib/libtorch_fake.so", "fake_fw.libs/libgomp-0a1b2c3d.so.1.0.0"]
+    for file in files:
+        (site / file).parent.mkdir(parents=True, exist_ok=True)
+        (site / file).write_bytes(b"")
+    info = site / "fake_fw-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: Fake_FW\nVersion: 1.2.3\n")
+    (info / "RECORD").write_text("fake_fw/__init__.py,sha256=a,0\n"
+                                 + "".join(f"{file},sha256=b,0\n" for file in files)
+                                 + "fake_fw-1.2.3.dist-info/RECORD,,\n")
+    monkeypatch.syspath_prepend(str(site))
+    maps = tmp_path / "maps"
+    maps.write_text("".join(f"7f{i}-7f{i + 1} r-xp 00000000 08:01 {i} {site / file}\n"
+                            for i, file in enumerate(files)))
+    owners = {lib["name"]: lib["package"] for lib in provenance.loaded_libraries(maps)}
+    assert owners == {"libtorch_fake.so": "fake-fw==1.2.3",
+                      "libgomp-0a1b2c3d.so.1.0.0": "fake-fw==1.2.3"}
+
+
 def test_framework_runtime_in_a_process_that_ran_pytorch():
     code = ("import json, torch; from fwbench import provenance; "
             "torch.nn.Linear(2, 2)(torch.ones(1, 2)); "
