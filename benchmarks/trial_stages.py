@@ -11,7 +11,9 @@ harness's markers. A stage is the time between two stamps, so the stages add up 
 Snakemake's share is the gap from the previous trial's last stamp to this job's shell: the
 previous trial process's exit, Snakemake's bookkeeping and scheduling, and bash's start (the
 first job, after the idle baseline, has none). Each figure is the median over a framework's
-trials; the totals are medians of per-trial totals.
+trials; the totals are medians of per-trial totals. A backend may import libraries while it
+builds the model (PyTorch's resnet18: torchvision); a separate process run with ``-X importtime``
+measures those imports, shown under the model build and as the overhead without them.
 Goal (issue 16): at most 1 s per trial beyond the framework's import and the measurement
 (cold start, warm-up and timed work).
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -39,6 +42,7 @@ from fwbench.trial import TIMELINE_PREFIX  # noqa: E402
 GOAL_S = 1.0
 FRAMEWORKS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
 PREVIOUS = "previous_trial_ended"
+BUILD = "model build (configure, load)"
 # (stage, from stamp, to stamp), in the order a trial passes them.
 STAGES = [
     ("Snakemake: previous trial's exit, job start", PREVIOUS, "job_started"),
@@ -51,7 +55,7 @@ STAGES = [
     ("fwbench imports (measuring child)", "child_python_started", "child_imported"),
     ("cell checks", "child_imported", "framework_import_started"),
     ("framework import", "framework_import_started", "framework_imported"),
-    ("model build (configure, load)", "framework_imported", "model_built"),
+    (BUILD, "framework_imported", "model_built"),
     ("step set-up, sync calibration", "model_built", "cold_start"),
     ("cold start (first iteration)", "cold_start", "warmup"),
     ("warm-up", "warmup", "measure"),
@@ -71,6 +75,20 @@ TOTAL = "total per trial"
 MEASURED = "measurement (cold start, warm-up, timed work)"
 BEYOND = "beyond framework import and measurement"
 FRACTION = "timed work / total"
+BUILD_IMPORTS = "  of which imports (-X importtime probe)"
+BEYOND_LESS_IMPORTS = "  the same, less the model build's imports"
+# Run with -X importtime in a fresh process: the modules a backend imports while it builds the
+# model (PyTorch's resnet18 imports torchvision there, and with it torch._dynamo).
+PROBE = """
+import json, os, sys
+from fwbench.cells import Cell
+from fwbench.trial import configure_backend, thread_environment
+settings = json.loads(sys.argv[1])
+os.environ.update(thread_environment(settings["threads"]))
+backend, _ = configure_backend(Cell.from_dict(settings["cell"]), settings)
+print("fwbench-probe: load", file=sys.stderr, flush=True)
+backend.load()
+"""
 
 
 def stages_config(trials: int, model: str, phase: str, batch: int) -> dict:
@@ -96,6 +114,29 @@ def run_workflow(workdir: Path, config: dict) -> None:
         cwd=workdir, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"snakemake failed:\n{proc.stderr[-3000:]}")
+
+
+def imports_in_model_build(config: dict) -> dict[str, float]:
+    """Seconds each framework's model build spends importing modules, from a separate process
+    run with ``-X importtime`` (the flag's own cost included): the framework's import that the
+    trial's timeline counts as model build."""
+    plan = Plan.from_config(validate(config))
+    seconds = {}
+    for trial in plan.trials:
+        framework = trial.cell.framework
+        if framework in seconds:
+            continue
+        settings = {**plan.trial_settings(trial), "gpu_uuids": []}
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-c", PROBE,
+                               json.dumps(settings)], cwd=REPO, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        if proc.returncode != 0:
+            raise SystemExit(f"model build probe failed:\n{proc.stderr[-3000:]}")
+        after = proc.stderr.split("fwbench-probe: load\n", 1)[1]
+        # Top-level imports only (no indentation before the name): each counts its own imports.
+        top = re.findall(r"^import time:\s+\d+ \|\s+(\d+) \| \S", after, re.MULTILINE)
+        seconds[framework] = sum(map(int, top)) / 1e6
+    return seconds
 
 
 def read_timelines(workdir: Path) -> list[tuple[str, dict]]:
@@ -146,7 +187,9 @@ def print_table(table: dict, header: str) -> None:
     print(header)
     print(f"  {'stage (seconds, median over trials)':<{width}}"
           + "".join(f"{FRAMEWORKS[fw]:>12}" for fw in table))
-    for name in [name for name, _, _ in STAGES] + [None, TOTAL, IMPORT, MEASURED, BEYOND]:
+    names = [name for name, _, _ in STAGES]
+    names.insert(names.index(BUILD) + 1, BUILD_IMPORTS)
+    for name in names + [None, TOTAL, IMPORT, MEASURED, BEYOND, BEYOND_LESS_IMPORTS]:
         if name is None:
             print(rule)
         else:
@@ -164,6 +207,9 @@ def main(trials: int = 3, model: str = "resnet18", phase: str = "train", batch: 
         workdir.mkdir(parents=True, exist_ok=True)
         run_workflow(workdir, config)
         table = summarize(read_timelines(workdir))
+    for framework, seconds in imports_in_model_build(config).items():
+        table[framework][BUILD_IMPORTS] = seconds
+        table[framework][BEYOND_LESS_IMPORTS] = table[framework][BEYOND] - seconds
     print_table(table, (
         f"one trial's stages, {model} {phase} batch {batch} on the CPU, {trials} trials per "
         f"framework through snakemake --cores 1 ({len(os.sched_getaffinity(0))} cores, "
