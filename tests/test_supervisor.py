@@ -4,7 +4,11 @@ Each failure is provoked for real: a raised exception, os.abort(), an address-sp
 a real PyTorch trial, and a real trial that outlives its timeout.
 """
 
+import ctypes
+import json
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -32,6 +36,12 @@ def aborts(settings):
 
 def sleeps(settings):
     time.sleep(60)
+
+
+def prints(settings):
+    print("from Python", end="")                  # in Python's buffer: no newline
+    ctypes.CDLL(None).printf(b" and from C")      # in C's stdio buffer (stdout is a pipe)
+    return {}
 
 
 def allocates(settings):
@@ -64,6 +74,21 @@ def test_abort_is_a_crash_named_by_its_signal():
     outcome = run("aborts")
     assert outcome.status == "crashed"
     assert "SIGABRT" in outcome.message and outcome.returncode < 0
+
+
+def test_the_child_ends_without_teardown_and_loses_no_output(tmp_path):
+    # The worker ends with os._exit once its outcome is written: what Python and C code still
+    # held in their buffers reaches the log all the same.
+    settings = tmp_path / "settings.json"
+    settings.write_text("{}")
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.run([sys.executable, "-m", "fwbench.worker", f"{HERE}:prints",
+                           str(settings), str(tmp_path / "outcome.json")],
+                          capture_output=True, text=True, timeout=120, env=buffered)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "from Python and from C"
+    outcome = json.loads((tmp_path / "outcome.json").read_text())
+    assert outcome["status"] == "ok" and outcome["timeline_ns"]["child_imported"] > 0
 
 
 def test_timeout_kills_the_child():
