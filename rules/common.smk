@@ -1,11 +1,19 @@
 # Set-up: validate the config before any job starts, build the plan, and name its paths.
 
+import gc
 import json
 
 from fwbench import images
 from fwbench.config import check_threads, validate
 from fwbench.plan import Plan
 from fwbench.workflow import write_planned
+
+# Planning a sweep makes millions of long-lived objects (Snakemake's jobs and files, the plan).
+# Python's full collections walk them all again each time the heap grows by a quarter, and free
+# next to nothing: 12 of them took 3.7 s of a 10,000-trial dry-run. A full collection now waits
+# for 1,000 collections of the middle generation instead of 10 (planning 10,000 trials makes
+# about 290); young garbage is collected as before.
+gc.set_threshold(*gc.get_threshold()[:2], 1000)
 
 config.update(validate(config))
 PLAN = Plan.from_config(config)
