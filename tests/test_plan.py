@@ -107,7 +107,7 @@ def test_ablation_adds_its_cells_beside_the_sweep(tiny_config):
                  profiling={"steps": 2})
     ablation = {(t.cell.profile, t.cell.mode) for t in plan.trials
                 if t.cell.experiment == "ablation"}
-    assert ("defaults", "idiomatic") in ablation and ("matched", "eager") in ablation
+    assert ("defaults", "idiomatic") in ablation and ("defaults+layout", "eager") in ablation
     assert {t.cell.experiment for t in plan.trials} == {"throughput", "ablation"}
     cell = plan.trials[0].cell
     assert plan.profile_path(cell) == f"results/tiny/cells/{cell.id}/profile.json"
