@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
+from functools import cached_property
 
 FRAMEWORKS = ("pytorch", "tensorflow")
 STATUSES = ("ok", "oom", "timeout", "unsupported", "error", "crashed")
@@ -54,13 +55,13 @@ class Cell:
                 self.profile, f"{self.strategy}-w{self.world_size}" if self.strategy else "",
                 self.optimizer or "")
 
-    @property
+    @cached_property  # Snakemake asks for every trial's paths several times while planning
     def name(self) -> str:
         """The cell's folder name, e.g. ``train-b32-3x32x32-fp32-idiomatic-matched``, then
         ``-multi_process-w2`` for a distributed cell or ``-adam`` for a real-data cell."""
         return "-".join(part for part in self.name_parts() if part)
 
-    @property
+    @cached_property
     def id(self) -> str:
         """Stable, readable id: experiment/device/framework/model/name."""
         return f"{self.experiment}/{self.device}/{self.framework}/{self.model}/{self.name}"
