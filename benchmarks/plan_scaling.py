@@ -9,6 +9,11 @@ folder. Time grows linearly when seconds per 1,000 trials stay flat across sizes
 re-run fabricates the finished run instead of measuring it: every trial's result (a valid
 result file), provenance and telemetry files, then every host-side output, each newer than
 what it is made from; Snakemake must find nothing to do.
+
+Beside each plan, Snakemake alone plans the same trial paths in the same way: one job per trial
+with a trial job's four outputs and log, and one rule over every result, but no fwbench code, no
+inputs or functions per trial and no other aggregate (FLOOR_SNAKEFILE). The ratio of the two, run
+one after the other, says what the workflow costs beyond Snakemake's own work for that many jobs.
 Goals (issue 16): 10,000 trials planned in at most 10 s; the no-op re-run in at most 10 s.
 """
 
@@ -32,6 +37,26 @@ from fwbench.plan import Plan  # noqa: E402
 
 GOAL_S = 10.0
 
+# Snakemake alone: the trial paths of trials.txt, each one job with the outputs and log of
+# rules/benchmark.smk's run_trial, and one rule over every result.
+FLOOR_SNAKEFILE = """
+TRIALS = open("trials.txt").read().split()
+TRIAL = "{dir}/cells/{experiment}/{device}/{framework}/{model}/{cell}/trial-{trial}"
+
+rule all:
+    input: "floor/all.txt"
+
+rule gather:
+    input: TRIALS
+    output: "floor/all.txt"
+    shell: "touch {output}"
+
+rule trial:
+    output: *(f"{TRIAL}.{suffix}" for suffix in ("json", "env.json", "telemetry.csv", "telemetry.json"))
+    log: f"logs/{TRIAL}.log"
+    shell: "touch {output}"
+"""
+
 
 def sized_config(trials: int) -> dict:
     """The default config with enough batch sizes for about ``trials`` trials."""
@@ -41,14 +66,15 @@ def sized_config(trials: int) -> dict:
     return {**config, "run": "scaling", "batch_sizes": list(range(1, batches + 1))}
 
 
-def snakemake(workdir: Path, *args: str) -> tuple[float, float, int, str]:
+def snakemake(workdir: Path, *args: str, snakefile: Path = REPO / "Snakefile"
+              ) -> tuple[float, float, int, str]:
     """Wall seconds, CPU seconds, peak resident memory (bytes) and output of one Snakemake
     process (CPU seconds are the figure to trust on a shared machine)."""
     bin_dir = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [str(bin_dir / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--directory",
+        [str(bin_dir / "snakemake"), "--snakefile", str(snakefile), "--directory",
          str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "1", *args],
         cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output = proc.stdout.read()
@@ -59,12 +85,19 @@ def snakemake(workdir: Path, *args: str) -> tuple[float, float, int, str]:
     return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, output
 
 
-def dry_run(trials: int) -> tuple[int, float, float, int]:
+def dry_run(trials: int) -> tuple[int, float, float, int, float]:
+    """Trials, then wall s, CPU s and peak bytes of the workflow's dry-run, then CPU s of
+    Snakemake alone planning the same trial paths (FLOOR_SNAKEFILE)."""
     with tempfile.TemporaryDirectory() as tmp:
         config = sized_config(trials)
         (Path(tmp) / "config.yaml").write_text(yaml.safe_dump(config))
         seconds, cpu, peak, _ = snakemake(Path(tmp), "--dry-run", "--quiet")
-        return len(Plan.from_config(validate(config)).trials), seconds, cpu, peak
+        plan = Plan.from_config(validate(config))
+        (Path(tmp) / "trials.txt").write_text("\n".join(plan.trial_paths()))
+        (Path(tmp) / "Snakefile.floor").write_text(FLOOR_SNAKEFILE)
+        _, floor_cpu, _, _ = snakemake(Path(tmp), "--dry-run", "--quiet",
+                                       snakefile=Path(tmp) / "Snakefile.floor")
+        return len(plan.trials), seconds, cpu, peak, floor_cpu
 
 
 def fabricate_finished_run(workdir: Path, plan: Plan) -> None:
@@ -121,13 +154,14 @@ def noop_rerun(trials: int) -> tuple[int, float, float, int]:
 
 
 def main(sizes: list[int], noop: int) -> None:
-    print(f"{'trials':>7} {'dry-run s':>10} {'CPU s':>7} {'CPU s per 1,000':>16} {'peak MiB':>9}")
+    print(f"{'trials':>7} {'dry-run s':>10} {'CPU s':>7} {'CPU s per 1,000':>16} {'peak MiB':>9} "
+          f"{'Snakemake alone, CPU s':>23} {'ratio':>6}")
     rows = []
     for size in sizes:
-        trials, seconds, cpu, peak = dry_run(size)
+        trials, seconds, cpu, peak, floor_cpu = dry_run(size)
         rows.append((trials, cpu))
         print(f"{trials:>7} {seconds:>10.2f} {cpu:>7.2f} {1000 * cpu / trials:>16.2f} "
-              f"{peak / 2**20:>9.0f}", flush=True)
+              f"{peak / 2**20:>9.0f} {floor_cpu:>23.2f} {cpu / floor_cpu:>6.2f}", flush=True)
     (small, cpu_small), (large, cpu_large) = rows[0], rows[-1]
     growth = (cpu_large / large) / (cpu_small / small)
     print(f"CPU per trial, largest over smallest plan: {growth:.2f} (1.00: linear; below: fixed "
