@@ -99,6 +99,7 @@ CELL_COLUMNS = [
     "mean_ns", "mean_ci_low_ns", "mean_ci_high_ns", "sd_ns", "iqr_ns", "min_ns", "max_ns",
     "cv", "cv_within", "iteration_min_ns", "iteration_max_ns", "cold_start_median_ns",
     "samples_per_iteration", "throughput_sps", "throughput_ci_low_sps", "throughput_ci_high_sps",
+    "throughput_source",
     "outliers", "outlier_trials", "drift", "drift_trials", "warmup_unsteady_trials",
     "order_trend_p", "unstable", "warnings",
 ]
@@ -617,6 +618,20 @@ def cell_summaries(trials: pd.DataFrame, per_trial: pd.DataFrame, iterations: pd
     return cells
 
 
+def _throughput(pt, spi: float, single, confidence: float) -> dict:
+    """Samples per second from the trials' blocks (many steps, one synchronization: a device
+    that runs ahead is kept busy, as in training) where every trial timed blocks; else from the
+    single steps, whose median is the latency."""
+    blocks = pd.to_numeric(pt["block_ns_per_iteration"], errors="coerce") \
+        if "block_ns_per_iteration" in pt else pd.Series(dtype=float)
+    from_blocks = bool(len(blocks)) and bool(blocks.notna().all())
+    ci = median_ci(blocks.to_numpy(dtype=float), confidence) if from_blocks else single
+    return {"throughput_sps": spi / ci.estimate * 1e9,
+            "throughput_ci_low_sps": spi / ci.high * 1e9,
+            "throughput_ci_high_sps": spi / ci.low * 1e9,
+            "throughput_source": "blocks" if from_blocks else "single steps"}
+
+
 def _cell_stats(pt, groups, first, confidence, min_trials, n_boot, rng, group) -> dict:
     warn = []
     failed = group[group["status"] != "ok"]
@@ -679,9 +694,7 @@ def _cell_stats(pt, groups, first, confidence, min_trials, n_boot, rng, group) -
         "iteration_max_ns": float(iters.max()) if iters.size else math.nan,
         "cold_start_median_ns": float(np.nanmedian(cold)) if np.isfinite(cold).any() else math.nan,
         "samples_per_iteration": spi,
-        "throughput_sps": spi / ci.estimate * 1e9,
-        "throughput_ci_low_sps": spi / ci.high * 1e9,
-        "throughput_ci_high_sps": spi / ci.low * 1e9,
+        **_throughput(pt, spi, ci, confidence),
         "outliers": int(pt["trial_outliers"].sum()),
         "outlier_trials": tukey_outliers(med),
         "drift": bool(drift_trials > 0), "drift_trials": drift_trials,

@@ -369,6 +369,21 @@ def test_cells_summarize_trial_medians(slower_pytorch):
         assert row["outliers"] == outliers
 
 
+def test_throughput_comes_from_blocks_where_every_trial_timed_them():
+    # A device that runs ahead: a block of steps with one synchronization costs 0.8 of the
+    # single steps per step; latency stays the single steps', throughput reads the blocks.
+    trials, iterations = make_tables(trials=7, phases=("train",), batches=(4,),
+                                     extra=lambda fw, m, p, b, k, rng: {})
+    trials["block_ns_per_iteration"] = trials["median_ns"] * 0.8
+    cells = st.summarize(trials, iterations, n_boot=100)["cells"]
+    for _, row in cells.iterrows():
+        assert row["throughput_source"] == "blocks"
+        assert row["throughput_sps"] == pytest.approx(4 / (0.8 * row["median_ns"]) * 1e9)
+    trials.loc[0, "block_ns_per_iteration"] = None  # one trial without blocks: single steps
+    cells = st.summarize(trials, iterations, n_boot=100)["cells"].set_index("cell_id")
+    assert cells.loc[trials.loc[0, "cell_id"], "throughput_source"] == "single steps"
+
+
 def test_cells_keep_failed_cells_and_warn():
     trials, iterations = make_tables(
         trials=3, phases=("train",), batches=(64,),
