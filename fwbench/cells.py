@@ -1,6 +1,7 @@
 """Cells and trials: one point of the sweep, its stable readable id, and its paths.
 
-Framework-free. A cell's path is results/<run>/cells/<experiment>/<device>/<framework>/<model>/<cell>/.
+Framework-free. A cell's path is
+results/<run>/cells/<experiment>/<device>/<framework>/<model>/<cell>/.
 """
 
 from __future__ import annotations

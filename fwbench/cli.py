@@ -49,7 +49,8 @@ def _trial_command(args) -> int:
         print(f"fwbench: trial interrupted, nothing written: {exc}", file=sys.stderr)
         return 130
     times = result["iteration_ns"]
-    summary = f"median {sorted(times)[len(times) // 2] / 1e6:.3f} ms" if times else result["message"]
+    summary = (f"median {sorted(times)[len(times) // 2] / 1e6:.3f} ms" if times
+               else result["message"])
     print(f"{result['cell_id']} trial {result['trial']}: {result['status']} ({summary})",
           file=sys.stderr)
     return 0
@@ -232,7 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Measure one trial: a fresh process runs the cell while telemetry is sampled, and its "
         "result, provenance and telemetry files are written atomically. The workflow passes "
         "the settings from its plan; running it by hand is for debugging.", _trial_command)
-    trial.add_argument("--settings", required=True, help="the trial's settings as JSON (from the plan)")
+    trial.add_argument("--settings", required=True,
+                       help="the trial's settings as JSON (from the plan)")
     trial.add_argument("--result", required=True, help="path of trial-<k>.json")
     trial.add_argument("--env", required=True, help="path of trial-<k>.env.json")
     trial.add_argument("--telemetry", required=True, help="path of trial-<k>.telemetry.csv")

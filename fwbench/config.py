@@ -97,7 +97,8 @@ def _check_cross_fields(config: dict) -> None:
     if adaptive and adaptive["max_iterations"] < config["iterations"]:
         raise ConfigError(
             f"config key 'adaptive.max_iterations': {adaptive['max_iterations']} is below "
-            f"'iterations' ({config['iterations']}), the minimum count; raise it or lower 'iterations'."
+            f"'iterations' ({config['iterations']}), the minimum count; raise it or lower "
+            "'iterations'."
         )
     if config["warmup"]["min"] > config["warmup"]["max"]:
         raise ConfigError(

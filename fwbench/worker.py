@@ -37,7 +37,8 @@ def classify(exc: BaseException) -> str:
     if isinstance(exc, Unsupported):
         return "unsupported"
     names = {cls.__name__ for cls in type(exc).__mro__}
-    if names & {"MemoryError", "OutOfMemoryError", "ResourceExhaustedError"} or _OOM.search(str(exc)):
+    oom_types = {"MemoryError", "OutOfMemoryError", "ResourceExhaustedError"}
+    if names & oom_types or _OOM.search(str(exc)):
         return "oom"
     return "error"
 

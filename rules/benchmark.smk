@@ -3,6 +3,7 @@
 # a cell run back to back: the second waits for the first and outranks every other job.
 
 
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule measure_idle:
     output:
         idle=PLAN.idle_path(),
@@ -16,6 +17,7 @@ rule measure_idle:
         " --period {params.period} > {log} 2>&1"
 
 
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule prepare_data:
     output:
         record=f"{RESULTS}/environment/data.json",
@@ -40,14 +42,14 @@ rule run_trial:
         sidecar=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.telemetry.json",
     log:
         f"logs/{PLAN.run}/run_trial/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.log",
+    priority: get_trial_priority
     container:
         get_container
-    params:
-        settings=get_trial_settings,
     threads: get_trial_threads
-    priority: get_trial_priority
     resources:
         benchmark_slot=1,
+    params:
+        settings=get_trial_settings,
     # Its output goes to the log; its progress line (fwbench.workflow) to the terminal, fd 3.
     # $EPOCHREALTIME: when bash ran this line, the start of the trial's timeline (in the log).
     shell:
@@ -65,10 +67,10 @@ rule profile_cell:
         f"logs/{PLAN.run}/profile_cell/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}.log",
     container:
         get_container
-    params:
-        settings=get_profile_settings,
     resources:
         benchmark_slot=1,
+    params:
+        settings=get_profile_settings,
     shell:
         "exec python -m fwbench.profiling --settings {params.settings:q} --out {output.profile}"
         " > {log} 2>&1"

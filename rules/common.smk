@@ -19,7 +19,7 @@ config.update(validate(config))
 PLAN = Plan.from_config(config)
 check_threads(config, workflow.cores, max(PLAN.threads(t) for t in PLAN.trials))
 RESULTS = PLAN.results_dir()
-# With --use-singularity: each framework's image from containers/images.lock, by digest; stops
+# With --use-singularity, each framework's image from containers/images.lock, by digest; stops
 # here, before any job, when a digest is missing (the message names `make pin-images`).
 IMAGES = images.workflow_images(
     config["frameworks"], requested=images.containers_requested(workflow)
@@ -71,8 +71,8 @@ def get_final_output():
 def _trial(wildcards):
     w = dict(wildcards)
     return PLAN.trial(
-        f"{RESULTS}/cells/{w['experiment']}/{w['device']}/{w['framework']}"
-        f"/{w['model']}/{w['cell']}/trial-{w['trial']}.json"
+        f"{RESULTS}/cells/{w['experiment']}/{w['device']}/{w['framework']}/"
+        f"{w['model']}/{w['cell']}/trial-{w['trial']}.json"
     )
 
 

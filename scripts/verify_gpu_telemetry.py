@@ -28,9 +28,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fwbench from this work tree
 
-from fwbench.telemetry import (Sampler, load_nvml, load_samples, measure_idle,  # noqa: E402
-                               normalize_uuid, read_energy_mj, summarize_phases,
-                               visible_gpu_uuids, wait_for_idle_temperature)
+from fwbench.telemetry import (  # noqa: E402
+    Sampler,
+    load_nvml,
+    load_samples,
+    measure_idle,
+    normalize_uuid,
+    read_energy_mj,
+    summarize_phases,
+    visible_gpu_uuids,
+    wait_for_idle_temperature,
+)
 from fwbench.telemetry.machine import machine_state  # noqa: E402
 
 REQUIRED_COLUMNS = ("gpu_power_mw", "gpu_energy_mj", "gpu_util_pct", "gpu_mem_util_pct",

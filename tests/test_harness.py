@@ -1,4 +1,5 @@
-"""fwbench/harness.py: synchronized timed regions, cold start apart, bounded warm-up, every time kept."""
+"""fwbench/harness.py: synchronized timed regions, cold start apart, bounded warm-up, every time
+kept."""
 
 import itertools
 import json

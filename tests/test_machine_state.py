@@ -4,7 +4,6 @@ the FAKE NVML (tests/fakes/nvml.py)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from fwbench import provenance

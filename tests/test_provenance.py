@@ -108,7 +108,8 @@ def test_framework_runtime_in_a_process_that_ran_pytorch():
 
 def _env(container, **change) -> dict:
     env = {"hostname": "h", "python": "3.11.7", "framework_version": "2.14.1", "cuda": "13.0",
-           "cudnn": 92400, "container": container, "packages": {"torch": "2.14.1", "numpy": "2.4.6"},
+           "cudnn": 92400, "container": container,
+           "packages": {"torch": "2.14.1", "numpy": "2.4.6"},
            "gpus": {"available": True, "driver": "580.65.06", "count": 1,
                     "devices": [{"name": "H100", "uuid": "GPU-1"}]},
            "cpu": {"model": "EPYC", "logical_cores": 16}, "os": {"name": "Debian", "kernel": "6.1"},
@@ -148,7 +149,8 @@ def test_trials_that_disagree_show_two_rows():
 def test_diff_between_two_runs_names_what_changed(tmp_path):
     this = provenance.versions_table([("pytorch", _env(IMAGE))])
     other_image = {**IMAGE, "digest": "sha256:" + "3" * 64, "reference": "docker://r/p@x"}
-    other = provenance.versions_table([("pytorch", _env(other_image, packages={"torch": "2.14.0"}))])
+    other_env = _env(other_image, packages={"torch": "2.14.0"})
+    other = provenance.versions_table([("pytorch", other_env)])
     diff = {(r["framework"], r["item"]): r for r in provenance.diff_versions(this, other)}
     assert diff[("pytorch", "image digest")]["change"] == "changed"
     assert diff[("pytorch", "package torch")]["other_run"] == "2.14.0"

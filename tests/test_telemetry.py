@@ -23,9 +23,17 @@ import pytest
 
 import fwbench.telemetry as telemetry
 from fwbench.harness import measure
-from fwbench.telemetry import (Sampler, TelemetryError, load_nvml, load_samples, measure_idle,
-                               read_energy_mj, summarize_phases, visible_gpu_uuids,
-                               wait_for_idle_temperature)
+from fwbench.telemetry import (
+    Sampler,
+    TelemetryError,
+    load_nvml,
+    load_samples,
+    measure_idle,
+    read_energy_mj,
+    summarize_phases,
+    visible_gpu_uuids,
+    wait_for_idle_temperature,
+)
 from fwbench.telemetry.collector import Collector
 from fwbench.telemetry.columns import GPU_NAMES, decode_clock_event_reasons, describe, header
 from fwbench.telemetry.gpu import GPM_COLUMNS, READERS, GpuReader
@@ -371,7 +379,8 @@ def test_summary_prefers_the_counter_read_at_the_markers():
     assert cold["energy_source"] == "counter_sampled" and cold["energy_j"] is None
     assert cold["energy_per_sample_j"] is None and cold["energy_above_idle_j"] is None
     assert list(s["energy_flags"]) == ["cold_start"]
-    assert "0.450 s is shorter than 10 updates of counter_sampled" in s["energy_flags"]["cold_start"]
+    cold_start = s["energy_flags"]["cold_start"]
+    assert "0.450 s is shorter than 10 updates of counter_sampled" in cold_start
     assert s["energy_counter_update_s"] == 0.02
     assert s["energy_counter_update_source"].startswith("measured")
 

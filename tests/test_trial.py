@@ -8,10 +8,10 @@ import time
 import pandas as pd
 import pytest
 
-from fwbench.trial import TIMELINE_PREFIX, run_trial
 from fwbench.config import validate
 from fwbench.plan import Plan
 from fwbench.results import load_trial
+from fwbench.trial import TIMELINE_PREFIX, run_trial
 
 FRAMEWORKS = ["pytorch", "tensorflow"]
 

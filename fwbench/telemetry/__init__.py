@@ -18,8 +18,7 @@ fwbench.telemetry
 
 from fwbench.telemetry.gpu import load_nvml, normalize_uuid, read_energy_mj, visible_gpu_uuids
 from fwbench.telemetry.idle import measure_idle, wait_for_idle_temperature
-from fwbench.telemetry.sampler import (SAMPLING_PERIOD_S, Sampler, TelemetryError,
-                                       sidecar_path)
+from fwbench.telemetry.sampler import SAMPLING_PERIOD_S, Sampler, TelemetryError, sidecar_path
 from fwbench.telemetry.summary import load_samples, summarize_phases
 
 __all__ = [

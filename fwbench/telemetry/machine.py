@@ -115,10 +115,15 @@ def gpu_state(nvml_spec: NvmlSpec = None) -> tuple[list[dict], str | None]:
 
 
 def _gpu(nvml, handle, index: int) -> dict:
-    text = (lambda v: v.decode() if isinstance(v, bytes) else str(v))
+    def text(v) -> str:
+        return v.decode() if isinstance(v, bytes) else str(v)
+
     out = {"uuid": text(nvml.nvmlDeviceGetUUID(handle)), "index": index,
            "name": text(nvml.nvmlDeviceGetName(handle)), "unavailable": {}}
-    enabled = (lambda v: v == nvml.NVML_FEATURE_ENABLED)
+
+    def enabled(v) -> bool:
+        return v == nvml.NVML_FEATURE_ENABLED
+
     modes = {nvml.NVML_COMPUTEMODE_DEFAULT: "default",
              nvml.NVML_COMPUTEMODE_EXCLUSIVE_PROCESS: "exclusive_process",
              nvml.NVML_COMPUTEMODE_PROHIBITED: "prohibited"}

@@ -126,10 +126,11 @@ class Sampler:
             self._send({"cmd": "stop"})
             done = self._expect("done", self.stop_timeout_s + self.config["period_s"])
             self._proc.wait(timeout=self.stop_timeout_s)
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired as exc:
             self.abort()
             raise TelemetryError(f"telemetry sampler (pid {self._proc.pid}) reported but did "
-                                 f"not exit within {self.stop_timeout_s:g} s; it was killed")
+                                 f"not exit within {self.stop_timeout_s:g} s; "
+                                 "it was killed") from exc
         except BaseException:
             self.abort()
             raise

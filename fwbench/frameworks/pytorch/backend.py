@@ -8,9 +8,14 @@ from contextlib import nullcontext
 import torch
 
 from fwbench.errors import BackendError
-from fwbench.frameworks.base import (LOSS_SCALE_INITIAL, Backend, check_precision, layout_for,
-                                     matched_factors)
 from fwbench.frameworks import cuda_driver
+from fwbench.frameworks.base import (
+    LOSS_SCALE_INITIAL,
+    Backend,
+    check_precision,
+    layout_for,
+    matched_factors,
+)
 from fwbench.frameworks.pytorch import models
 from fwbench.models import OPTIMIZER, synthetic_batch
 
@@ -140,7 +145,8 @@ class PyTorchBackend(Backend):
         return {
             "framework_version": torch.__version__,
             "cuda": torch.version.cuda,
-            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+            "cudnn": (torch.backends.cudnn.version() if torch.backends.cudnn.is_available()
+                      else None),
             "cpu_math": {
                 "blas": blas.group(1) if blas else None,
                 "onednn": torch.backends.mkldnn.is_available(),

@@ -8,9 +8,14 @@ import keras
 import tensorflow as tf
 
 from fwbench.errors import BackendError
-from fwbench.frameworks.base import (LOSS_SCALE_INITIAL, Backend, check_precision, layout_for,
-                                     matched_factors)
 from fwbench.frameworks import cuda_driver
+from fwbench.frameworks.base import (
+    LOSS_SCALE_INITIAL,
+    Backend,
+    check_precision,
+    layout_for,
+    matched_factors,
+)
 from fwbench.frameworks.tensorflow import models
 from fwbench.models import OPTIMIZER, synthetic_batch
 
@@ -39,7 +44,8 @@ class TensorFlowBackend(Backend):
         tf.config.threading.set_inter_op_parallelism_threads(1)
         keras.utils.set_random_seed(self.seed)
         gpus = tf.config.list_physical_devices("GPU")
-        check_precision(c.precision, c.device, _bf16_supported(gpus) if c.device == "cuda" else True)
+        check_precision(c.precision, c.device,
+                        _bf16_supported(gpus) if c.device == "cuda" else True)
         keras.mixed_precision.set_global_policy(PRECISIONS[c.precision])
         # Each matched factor takes the same value as in the PyTorch backend. Autotuning, op
         # determinism (off) and the NHWC layout are already TensorFlow's defaults.
@@ -94,7 +100,8 @@ class TensorFlowBackend(Backend):
             if c.precision == "fp16":
                 self.optimizer = keras.optimizers.LossScaleOptimizer(
                     self.optimizer, initial_scale=LOSS_SCALE_INITIAL)
-            x, y = synthetic_batch(c.batch_size, c.input_shape, c.num_classes, self.seed, model=c.model)
+            x, y = synthetic_batch(c.batch_size, c.input_shape, c.num_classes, self.seed,
+                                   model=c.model)
             self.x, self.y = models.batch_tensors(c.model, x, y, self.device)
         # Read once, as PyTorch's optimizer holds its parameters: Keras walks every layer to
         # collect trainable_variables on each read.
@@ -132,7 +139,8 @@ class TensorFlowBackend(Backend):
         return run
 
     def _keras_step(self):
-        """Keras's own loop: what fit and predict run per batch (train_on_batch, predict_on_batch)."""
+        """Keras's own loop: what fit and predict run per batch (train_on_batch,
+        predict_on_batch)."""
         model, x, y = self.model, self.x, self.y
         model.compile(optimizer=self.optimizer, loss=self.loss_fn, jit_compile=False)
         if self.cell.phase == "train":
