@@ -52,7 +52,9 @@ rule gather:
     shell: "touch {output}"
 
 rule trial:
-    output: *(f"{TRIAL}.{suffix}" for suffix in ("json", "env.json", "telemetry.csv", "telemetry.json"))
+    output:
+        *(f"{TRIAL}.{suffix}" for suffix in ("json", "env.json", "telemetry.csv",
+                                             "telemetry.json"))
     log: f"logs/{TRIAL}.log"
     shell: "touch {output}"
 """

@@ -6,12 +6,13 @@
 from fwbench.provenance import audited_runs
 
 
-# The env.json files only: the job that writes one writes the result beside it that the command
-# reads, so naming the results too added one dependency per trial to plan and ordered nothing.
+# The trials table as input, not every env.json: the job that writes a trial's env.json writes
+# its result, so the table is remade whenever one is, and this rule with it; the env.json paths
+# are a parameter (naming every trial file in one aggregate only saves planning).
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule audit_versions:
     input:
-        envs=PLAN.trial_paths("env.json"),
+        trials=f"{RESULTS}/tables/trials.parquet",
     output:
         versions=report(
             f"{RESULTS}/audit/versions.csv",
@@ -21,8 +22,10 @@ rule audit_versions:
         ),
     log:
         f"logs/{PLAN.run}/audit_versions.log",
+    params:
+        envs=PLAN.trial_paths("env.json"),
     shell:
-        "python -m fwbench.provenance versions --out {output.versions} {input.envs:q} > {log} 2>&1"
+        "python -m fwbench.provenance versions --out {output.versions} {params.envs:q} > {log} 2>&1"
 
 
 # lint-ok software: host side, runs natively in the project environment (README, "Software").

@@ -32,9 +32,8 @@ rule prepare_data:
 
 rule run_trial:
     input:
-        idle=ancient(PLAN.idle_path()),
         data=get_data_record(),
-        partner=get_trial_partner,
+        after=get_trial_predecessor,
     output:
         result=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.json",
         env=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.env.json",
@@ -48,14 +47,16 @@ rule run_trial:
     threads: get_trial_threads
     resources:
         benchmark_slot=1,
+    # The idle baseline's path, though only trials that wait for it name it as input.
     params:
         settings=get_trial_settings,
+        idle=PLAN.idle_path(),
     # Its output goes to the log; its progress line (fwbench.workflow) to the terminal, fd 3.
     # $EPOCHREALTIME: when bash ran this line, the start of the trial's timeline (in the log).
     shell:
         "FWBENCH_PROGRESS_FD=3 exec python -m fwbench trial --settings {params.settings:q}"
         " --result {output.result} --env {output.env} --telemetry {output.telemetry}"
-        " --idle {input.idle} --job-started=$EPOCHREALTIME 3>&2 > {log} 2>&1"
+        " --idle {params.idle} --job-started=$EPOCHREALTIME 3>&2 > {log} 2>&1"
 
 
 rule profile_cell:

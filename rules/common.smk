@@ -82,12 +82,15 @@ def get_data_record():
     return [ancient(PLAN.data_path())] if PLAN.data_path() else []
 
 
-def get_trial_partner(wildcards):
-    """The first member of the pair when this trial is its second: it runs first, and
-    re-measuring it re-measures this one. A first member waits for nothing (its place in the
-    order is its priority), so re-measuring one pair re-measures no other."""
+def get_trial_predecessor(wildcards):
+    """What a trial job waits for. A second member of a pair: the first, which runs first, and
+    re-measuring it re-measures this one. Any other trial: the idle baseline (ancient:
+    re-measuring it re-runs no trial), so it is measured before every trial, the second members
+    waiting for it through their partners; naming it on half the trials only saves planning.
+    No first member waits for another (its place in the order is its priority), so re-measuring
+    one pair re-measures no other."""
     partner = PLAN.partner_before(_trial(wildcards))
-    return partner.path(PLAN.run) if partner else []
+    return partner.path(PLAN.run) if partner else ancient(PLAN.idle_path())
 
 
 def get_trial_priority(wildcards):

@@ -13,4 +13,4 @@ def main(trials_path, result_paths, output):
     write_tables({"trace": trace}, {"trace": output})
 
 
-main(snakemake.input.trials, snakemake.input.results, snakemake.output.trace)
+main(snakemake.input.trials, snakemake.params.results, snakemake.output.trace)

@@ -31,6 +31,15 @@ def _cell_files(run: Path) -> dict[Path, tuple[int, bytes]]:
             if p.is_file()}
 
 
+def _assert_aggregates(run: Path) -> None:
+    versions = pd.read_csv(run / "audit" / "versions.csv")
+    python = versions[versions["item"] == "python"]
+    assert python.groupby("framework")["trials"].sum().to_dict() == {
+        "pytorch": 16, "tensorflow": 16}
+    trace = pd.read_parquet(run / "tables" / "telemetry_trace.parquet")
+    assert {"marker", "cpu"} <= set(trace["source"])
+
+
 def test_pairs_run_back_to_back_and_a_deleted_member_is_remeasured_alone(tmp_path, tiny_config):
     # 8 cell groups (a real and a too-small input shape, two phases, two batch sizes), 2 trials.
     tiny_config.update(run="pairs", trials=2, phases=["infer", "train"], batch_sizes=[2, 4],
@@ -40,7 +49,9 @@ def test_pairs_run_back_to_back_and_a_deleted_member_is_remeasured_alone(tmp_pat
     plan = Plan.from_config(validate(dict(tiny_config)))
     assert len({t.cell.pair_id for t in plan.trials}) == 8 and len(plan.trials) == 32
     run = tmp_path / "results" / "pairs"
-    targets = [f"results/pairs/tables/{name}.parquet" for name in ("trials", "profiles")]
+    targets = [f"results/pairs/{name}" for name in (
+        "tables/trials.parquet", "tables/profiles.parquet", "tables/telemetry_trace.parquet",
+        "audit/versions.csv")]
     done = snakemake(tmp_path, "--configfile", "config.yaml", "--cores", "2", *targets)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
@@ -56,6 +67,13 @@ def test_pairs_run_back_to_back_and_a_deleted_member_is_remeasured_alone(tmp_pat
     assert len(started) == 32
     for position in range(0, 32, 2):
         assert started[position] == started[position + 1], started
+    # The idle baseline was measured before any trial started (only first members name it).
+    idle_written = (run / "environment" / "idle.json").stat().st_mtime
+    assert all(pd.Timestamp(r["started_at"]).timestamp() > idle_written
+               for r in _trial_times(run))
+    # The aggregates that read trial files but take only the trials table as input found them
+    # all: every trial's env.json in the audit, the chosen trial's samples and markers.
+    _assert_aggregates(run)
     # The trials table says the same.
     trials = pd.read_parquet(run / "tables" / "trials.parquet")
     assert trials["pair_adjacent"].all() and (trials["pair_gap_trials"] == 0).all()
@@ -82,6 +100,10 @@ def test_pairs_run_back_to_back_and_a_deleted_member_is_remeasured_alone(tmp_pat
     changed = {p for p in after if before.get(p) != after[p]}
     assert changed == {tmp_path / second.path(plan.run, s)
                        for s in ("json", "env.json", "telemetry.csv", "telemetry.json")}
+    # The re-measured trial re-made the aggregates through the trials table.
+    for rule in ("collect_tables", "collect_telemetry_trace", "audit_versions"):
+        assert re.search(rf"^(local)?rule {rule}:", again.stdout + again.stderr, re.MULTILINE), rule
+    _assert_aggregates(run)
     trials = pd.read_parquet(run / "tables" / "trials.parquet")
     apart = trials[~trials["pair_adjacent"]]
     assert set(zip(apart["cell_id"], apart["trial"])) == {
