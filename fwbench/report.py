@@ -2570,15 +2570,16 @@ def _adjacency_sentence(summary: dict) -> str:
 
 
 def _steadiness_sentence(summary: dict) -> str:
-    """How many ok trials cannot support a verdict, and the comparisons they make exploratory."""
+    """How many ok trials cannot support a verdict, the comparisons that left them out and those
+    of them left exploratory."""
     if summary["unsteady"] is None or not summary["ok"]:
         return ""
     text = (f"Of the {summary['ok']} ok trials, {summary['unsteady']} never reached a steady "
             f"warm-up and {summary['drifting']} drift within their timed iterations "
             f"({summary['drift_source']})")
     if summary["comparisons"]:
-        text += (f"; the {summary['comparisons']} comparison(s) that include such a trial are "
-                 "exploratory, whatever their trial count")
+        text += (f"; the {summary['comparisons']} comparison(s) that had such a trial left it "
+                 f"out, and {summary['exploratory']} of them kept too few trials for a verdict")
     return text + "."
 
 

@@ -41,6 +41,7 @@ from fwbench.trial_quality import (
     count_true,
     exploratory_reasons,
     recorded_drift,
+    usable,
 )
 
 __all__ = [
@@ -801,17 +802,31 @@ def _arm_arrays(per_trial: pd.DataFrame, columns: list[str]):
                    {c: v[pt] for c, v in values.items()}, {c: v[tf] for c, v in values.items()})
 
 
+_VERDICT_COLUMNS = ["trial_median_ns", "warmup_steady", "trial_drift"]
+
+
+def _usable_trials(arm: dict) -> tuple[dict, int]:
+    """One framework's arm without its unsteady or drifting trials, and how many are left (all
+    of them are kept where none would be: the comparison is then a hint from every ok trial)."""
+    keep = usable(arm.get("warmup_steady", [None] * len(arm["trial"])),
+                  arm.get("trial_drift", [None] * len(arm["trial"])))
+    return ({c: v[keep] for c, v in arm.items()} if keep.any() else arm), int(keep.sum())
+
+
 def compare_pairs(per_trial: pd.DataFrame, *, confidence: float = 0.95, rope: float = 0.05,
                   min_trials_for_verdict: int = 7) -> pd.DataFrame:
     """comparisons.csv: one row per matched pair with ok trials on both sides, each decided by
-    its interval at the family's Bonferroni level (``compare_samples``)."""
-    arms = list(_arm_arrays(per_trial, ["trial_median_ns", "warmup_steady", "trial_drift",
-                                        "pair_adjacent"]))
+    its interval at the family's Bonferroni level (``compare_samples``) from the trials that
+    reached a steady warm-up and do not drift (``trial_quality.usable``)."""
+    arms = list(_arm_arrays(per_trial, [*_VERDICT_COLUMNS, "pair_adjacent"]))
     recorded = adjacency_recorded(per_trial)
     families = [_family(axes) for _, _, axes, _, _ in arms]
     sizes = {f: families.count(f) for f in set(families)}
     rows = []
     for (run, pair_id, axes, pt, tf), family in zip(arms, families):
+        flags = {c: np.concatenate([pt[c], tf[c]]) if c in pt else []
+                 for c in ("warmup_steady", "trial_drift")}
+        (pt, n_pt), (tf, n_tf) = _usable_trials(pt), _usable_trials(tf)
         a = pt["trial_median_ns"].astype(float)
         b = tf["trial_median_ns"].astype(float)
         row = {"run": run, "pair_id": pair_id, **axes, "family": family}
@@ -825,9 +840,7 @@ def compare_pairs(per_trial: pd.DataFrame, *, confidence: float = 0.95, rope: fl
             i, j = i[keep], j[keep]
         _, p_blocks, _ = _signed_rank(np.log(a[i]) - np.log(b[j]))
         delta = cliffs_delta(a, b)
-        flags = {c: np.concatenate([pt[c], tf[c]]) if c in pt else []
-                 for c in ("warmup_steady", "trial_drift")}
-        reasons = exploratory_reasons(a.size, b.size, min_trials_for_verdict,
+        reasons = exploratory_reasons(n_pt, n_tf, min_trials_for_verdict,
                                       unsteady=count_false(flags["warmup_steady"]),
                                       drifting=count_true(flags["trial_drift"]))
         row.update(
@@ -1271,9 +1284,10 @@ def geometric_mean_tests(per_trial: pd.DataFrame, *, confidence: float = 0.95,
     Exploratory when any of its comparisons is (``comparisons``: compare_pairs' table), since
     a mean of hints is a hint."""
     by_family: dict = {}
-    for _, _pair_id, pt, tf in _arms(per_trial):
-        by_family.setdefault(_family(pt.iloc[0]), []).append(
-            (pt["trial_median_ns"].to_numpy(float), tf["trial_median_ns"].to_numpy(float)))
+    for _run, _pair_id, axes, pt, tf in _arm_arrays(per_trial, _VERDICT_COLUMNS):
+        (pt, _), (tf, _) = _usable_trials(pt), _usable_trials(tf)  # as compare_pairs does
+        by_family.setdefault(_family(axes), []).append(
+            (pt["trial_median_ns"].astype(float), tf["trial_median_ns"].astype(float)))
     hints = (comparisons[comparisons["exploratory"].astype(bool)]
              if comparisons is not None and len(comparisons) else pd.DataFrame(columns=["family"]))
     rows = []

@@ -1,8 +1,10 @@
 """Which trials can support a confirmatory verdict, and which interleaved pairs really ran back
 to back. Framework-free; ``fwbench.stats`` applies it to every comparison, the report counts it.
 
-A verdict drawn from too few trials, from a trial whose warm-up never settled, or from a trial
-whose timed iterations drift is only a hint: the comparison is ``exploratory``, with the reason.
+A trial whose warm-up never settled, or whose timed iterations drift, did not measure the steady
+state the verdict is about: it is left out of its comparison (both frameworks, same rule, decided
+before any comparison). A comparison left with fewer than ``min_trials_for_verdict`` trials on a
+side is only a hint: ``exploratory``, with the reason.
 """
 
 from __future__ import annotations
@@ -25,18 +27,28 @@ def recorded_drift(trials: pd.DataFrame) -> pd.Series:
 
 def exploratory_reasons(n_pytorch: int, n_tensorflow: int, min_trials: int, *,
                         unsteady: int = 0, drifting: int = 0) -> list[str]:
-    """Why a comparison's verdict is only a hint (empty: it may confirm). ``unsteady`` and
-    ``drifting`` count its trials, both frameworks together."""
-    reasons = []
+    """Why a comparison's verdict is only a hint (empty: it may confirm). ``n_pytorch`` and
+    ``n_tensorflow`` count the trials it used; ``unsteady`` and ``drifting`` the trials it left
+    out, both frameworks together."""
     smaller = min(n_pytorch, n_tensorflow)
-    if smaller < min_trials:
-        reasons.append(f"{smaller} trials on the smaller side, fewer than {min_trials}")
-    total = n_pytorch + n_tensorflow
+    if smaller >= min_trials:
+        return []
+    reasons = [f"{smaller} usable trials on the smaller side, fewer than {min_trials}"]
     if unsteady:
-        reasons.append(f"{unsteady} of {total} trials never reached a steady warm-up")
+        reasons.append(f"{_trials(unsteady)} left out that never reached a steady warm-up")
     if drifting:
-        reasons.append(f"{drifting} of {total} trials drift within their timed iterations")
+        reasons.append(f"{_trials(drifting)} left out that drift within their timed iterations")
     return reasons
+
+
+def _trials(n: int) -> str:
+    return f"{n} trial" if n == 1 else f"{n} trials"
+
+
+def usable(warmup_steady, drift) -> np.ndarray:
+    """Which trials can support a verdict: not known to be unsteady, not known to drift."""
+    return np.array([not (_known(s) and not bool(s)) and not (_known(d) and bool(d))
+                     for s, d in zip(warmup_steady, drift)], dtype=bool)
 
 
 def _known(value) -> bool:
@@ -89,18 +101,21 @@ def adjacency_summary(trials: pd.DataFrame) -> dict:
 def steadiness_summary(trials: pd.DataFrame, cell_stats: pd.DataFrame,
                        comparisons: pd.DataFrame) -> dict:
     """Counts for the report: ok trials, those whose warm-up never settled, those that drift
-    (``drift_source`` says whether the harness recorded it or the statistics computed it), and
-    the comparisons made exploratory by them."""
+    (``drift_source`` says whether the harness recorded it or the statistics computed it), the
+    comparisons that left such trials out, and those of them left exploratory."""
     ok = int((trials["status"] == "ok").sum()) if "status" in trials else 0
     total = {c: int(pd.to_numeric(cell_stats[c], errors="coerce").fillna(0).sum())
              if c in cell_stats else None for c in ("warmup_unsteady_trials", "drift_trials")}
-    touched = None
+    touched = short = None
     if {"unsteady_trials", "drift_trials"} <= set(comparisons.columns):
         counts = comparisons[["unsteady_trials", "drift_trials"]].apply(
             pd.to_numeric, errors="coerce").fillna(0)
-        touched = int((counts.sum(axis=1) > 0).sum())
+        touched = counts.sum(axis=1) > 0
+        short = comparisons["exploratory"].astype(bool) if "exploratory" in comparisons else False
+        touched, short = int(touched.sum()), int((touched & short).sum())
     recorded = not recorded_drift(trials).isna().all() if len(trials) else False
     return {"ok": ok, "unsteady": total["warmup_unsteady_trials"],
             "drifting": total["drift_trials"], "comparisons": touched,
+            "exploratory": short,
             "drift_source": "recorded by the harness" if recorded else
                             "tested on each trial's timed iterations by the statistics"}

@@ -22,33 +22,65 @@ def _one_comparison(trials, iterations):
     return frames["comparisons"].iloc[0], frames
 
 
-def test_a_trial_that_never_settled_makes_the_comparison_exploratory():
+def test_a_trial_that_never_settled_is_left_out_of_its_comparison():
+    # TensorFlow's trial 3 never settled and ran 10x slower: left out, it moves nothing.
     def extra(fw, model, phase, batch, k, rng):
         return {"warmup_steady": not (fw == "tensorflow" and k == 3)}
 
-    c, frames = _one_comparison(*make_tables(**QUIET, time_ns=shifted(1.3, within=0.01),
-                                             extra=extra))
-    assert c["verdict"] == "tensorflow_faster"
-    assert c["exploratory"] and c["unsteady_trials"] == 1
-    assert c["exploratory_reason"] == "1 of 16 trials never reached a steady warm-up"
+    def time_ns(fw, model, phase, batch, k, rng):
+        slow = 10.0 if fw == "tensorflow" and k == 3 else 1.0
+        return shifted(1.3, within=0.01)(fw, model, phase, batch, k, rng) * slow
+
+    c, frames = _one_comparison(*make_tables(**QUIET, time_ns=time_ns, extra=extra))
+    assert c["verdict"] == "tensorflow_faster" and not c["exploratory"]
+    assert (c["n_pytorch"], c["n_tensorflow"], c["unsteady_trials"]) == (8, 7, 1)
+    assert c["exploratory_reason"] == ""
     assert frames["cells"]["warmup_unsteady_trials"].sum() == 1
+    without = make_tables(**QUIET, time_ns=time_ns)
+    trials, iterations = without
+    keep = ~((trials["framework"] == "tensorflow") & (trials["trial"] == 3))
+    dropped, _ = _one_comparison(trials[keep], iterations)
+    assert c["ratio"] == dropped["ratio"]
+    assert (c["ratio_ci_low"], c["ratio_ci_high"]) == \
+        (dropped["ratio_ci_low"], dropped["ratio_ci_high"])
+
+
+def test_a_comparison_left_with_too_few_usable_trials_is_exploratory():
+    def extra(fw, model, phase, batch, k, rng):
+        return {"warmup_steady": not (fw == "tensorflow" and k in (3, 5))}
+
+    c, _ = _one_comparison(*make_tables(**QUIET, time_ns=shifted(1.3, within=0.01),
+                                        extra=extra))
+    assert c["verdict"] == "tensorflow_faster" and c["exploratory"]
+    assert c["n_tensorflow"] == 6 and c["unsteady_trials"] == 2
+    assert c["exploratory_reason"] == ("6 usable trials on the smaller side, fewer than 7; "
+                                       "2 trials left out that never reached a steady warm-up")
     firm, _ = _one_comparison(*make_tables(**QUIET, time_ns=shifted(1.3, within=0.01)))
     assert not firm["exploratory"] and firm["exploratory_reason"] == ""
+
+
+def test_a_side_with_no_usable_trial_gives_a_hint_from_every_ok_trial():
+    c, _ = _one_comparison(*make_tables(**QUIET, time_ns=shifted(1.3, within=0.01),
+                                        extra=lambda fw, *a: {"warmup_steady": fw == "pytorch"}))
+    assert c["exploratory"] and c["n_tensorflow"] == 8 and c["unsteady_trials"] == 8
+    assert c["exploratory_reason"].startswith("0 usable trials")  # a hint from all 8
 
 
 def _drifting(fw, model, phase, batch, k, rng):
     level = 1e6 * (1.3 if fw == "pytorch" else 1.0)
     times = level * rng.lognormal(0, 0.005, 20)
-    if fw == "pytorch" and k == 2:
+    if fw == "pytorch" and k in (2, 4):
         times *= np.linspace(1.0, 1.25, 20)    # a clear trend within the timed iterations
     return times
 
 
-def test_a_trial_whose_timed_iterations_drift_makes_the_comparison_exploratory():
+def test_trials_whose_timed_iterations_drift_are_left_out():
     c, frames = _one_comparison(*make_tables(**QUIET, time_ns=_drifting))
-    assert c["exploratory"] and c["drift_trials"] == 1
-    assert c["exploratory_reason"] == "1 of 16 trials drift within their timed iterations"
-    assert frames["cells"]["drift_trials"].sum() == 1
+    assert c["exploratory"] and c["drift_trials"] == 2 and c["n_pytorch"] == 6
+    assert c["exploratory_reason"] == ("6 usable trials on the smaller side, fewer than 7; "
+                                       "2 trials left out that drift within their timed "
+                                       "iterations")
+    assert frames["cells"]["drift_trials"].sum() == 2
 
 
 @pytest.mark.parametrize("column", ["drift_detected", "drift"])
@@ -56,14 +88,14 @@ def test_the_harness_drift_verdict_is_used_where_the_trial_recorded_one(column):
     # Recorded False everywhere: the harness's test decides, the trend above does not count.
     c, _ = _one_comparison(*make_tables(**QUIET, time_ns=_drifting,
                                         extra=lambda *a: {column: False}))
-    assert not c["exploratory"] and c["drift_trials"] == 0
+    assert not c["exploratory"] and c["drift_trials"] == 0 and c["n_pytorch"] == 8
 
     def recorded(fw, model, phase, batch, k, rng):
         return {column: fw == "tensorflow" and k == 5}
 
     c, _ = _one_comparison(*make_tables(**QUIET, time_ns=shifted(1.3, within=0.01),
                                         extra=recorded))
-    assert c["drift_trials"] == 1 and "drift within" in c["exploratory_reason"]
+    assert c["drift_trials"] == 1 and c["n_tensorflow"] == 7 and not c["exploratory"]
 
 
 def _adjacency(gaps: dict):
@@ -141,8 +173,9 @@ def test_the_report_counts_adjacent_pairs_and_unsteady_trials(tmp_path):
            "ones" in method
     assert re.search(r"Of the \d+ ok trials, [1-9]\d* never reached a steady warm-up and \d+ "
                      r"drift within their timed iterations \(tested on each trial's timed "
-                     r"iterations by the statistics\); the \d+ comparison\(s\) that include "
-                     r"such a trial are exploratory", method)
+                     r"iterations by the statistics\); the \d+ comparison\(s\) that had such "
+                     r"a trial left it out, and \d+ of them kept too few trials for a verdict",
+                     method)
 
 
 def test_the_report_says_when_adjacency_was_not_recorded(tmp_path):
