@@ -1,5 +1,5 @@
 # fwbench: PyTorch against TensorFlow, from a validated config to a paper-style report.
-# The table of contents; logic lives in the fwbench package, paths in fwbench/plan.py.
+# The table of contents; logic lives in the fwbench package, paths in fwbench/plan/sweep.py.
 
 from snakemake.utils import min_version
 

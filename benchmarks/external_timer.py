@@ -35,10 +35,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # fwbench from this work tree
 
-from fwbench.cells import Cell  # noqa: E402
-from fwbench.config import load  # noqa: E402
-from fwbench.plan import Plan  # noqa: E402
-from fwbench.trial import thread_environment  # noqa: E402
+from fwbench.measure.trial import thread_environment  # noqa: E402
+from fwbench.plan.cells import Cell  # noqa: E402
+from fwbench.plan.config import load  # noqa: E402
+from fwbench.plan.sweep import Plan  # noqa: E402
 
 GOAL = (0.9, 1.1)
 PEER_SECONDS = 2.0  # timed per peer process, after its warm-up
@@ -51,8 +51,8 @@ def peer_pytorch(cell: Cell, threads: int, seed: int) -> float:
     import torch
     import torch.utils.benchmark as benchmark
 
-    from fwbench.frameworks.pytorch import models
-    from fwbench.models import OPTIMIZER, synthetic_batch
+    from fwbench.measure.frameworks.pytorch import models
+    from fwbench.plan.models import OPTIMIZER, synthetic_batch
 
     torch.set_num_threads(threads)
     torch.set_num_interop_threads(1)
@@ -83,8 +83,8 @@ def peer_tensorflow(cell: Cell, threads: int, seed: int) -> float:
     import keras
     import tensorflow as tf
 
-    from fwbench.frameworks.tensorflow import models
-    from fwbench.models import OPTIMIZER, synthetic_batch
+    from fwbench.measure.frameworks.tensorflow import models
+    from fwbench.plan.models import OPTIMIZER, synthetic_batch
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)

@@ -3,7 +3,7 @@
     python benchmarks/harness_overhead.py [--blocks 20] [--iterations 200]
 
 A small real model (LeNet-5 inference, batch 16, one thread, through the PyTorch backend a trial
-uses) is timed two ways inside one process: by fwbench.harness.measure (the wall time of its
+uses) is timed two ways inside one process: by fwbench.measure.harness.measure (the wall time of its
 timing loop, from the `measure` marker to the `blocks` marker, per iteration: every
 synchronization, clock read and append included), and by a bare loop (one clock read before and
 after back-to-back steps, divided by their count). Blocks of the two alternate in a seeded order
@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fwbench from this work tree
 
-from fwbench.cells import Cell  # noqa: E402
-from fwbench.harness import measure  # noqa: E402
-from fwbench.stats import median_ci  # noqa: E402
-from fwbench.trial import thread_environment  # noqa: E402
+from fwbench.analysis.stats import median_ci  # noqa: E402
+from fwbench.measure.harness import measure  # noqa: E402
+from fwbench.measure.trial import thread_environment  # noqa: E402
+from fwbench.plan.cells import Cell  # noqa: E402
 
 GOAL = 1.01
 
@@ -33,7 +33,7 @@ def main(blocks: int, iterations: int, seed: int = 0) -> float:
     import os
 
     os.environ.update(thread_environment(1))
-    from fwbench.frameworks import get_backend
+    from fwbench.measure.frameworks import get_backend
 
     cell = Cell("throughput", "cpu", "pytorch", "lenet5", "infer", 16, (1, 28, 28), "fp32",
                 "eager", "matched")

@@ -32,8 +32,8 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # fwbench from this work tree
 
-from fwbench.config import load, validate  # noqa: E402
-from fwbench.plan import Plan  # noqa: E402
+from fwbench.plan.config import load, validate  # noqa: E402
+from fwbench.plan.sweep import Plan  # noqa: E402
 
 GOAL_S = 10.0
 
@@ -105,7 +105,7 @@ def dry_run(trials: int) -> tuple[int, float, float, int, float]:
 def fabricate_finished_run(workdir: Path, plan: Plan) -> None:
     """Every output of a finished run, each newer than its inputs: valid trial results and
     their side files first, then the host-side outputs (empty: Snakemake never reads them)."""
-    from fwbench import results
+    from fwbench.measure import results
 
     def write(path: str, text: str = "") -> None:
         Path(workdir, path).parent.mkdir(parents=True, exist_ok=True)

@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fwbench from this work tree
 
-from fwbench.stats import median_ci  # noqa: E402
-from fwbench.telemetry import Sampler  # noqa: E402
+from fwbench.analysis.stats import median_ci  # noqa: E402
+from fwbench.measure.telemetry import Sampler  # noqa: E402
 
 GOAL = 1.02
 

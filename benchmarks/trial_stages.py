@@ -5,7 +5,7 @@ Snakemake as a user's run runs it, split into stages by the timeline each trial 
 
 The default config (config.yaml) narrowed to one model, phase and batch size, both frameworks,
 ``--trials`` trials each, runs with ``snakemake --cores 1`` in a temporary folder. Every trial's
-job log ends with its timeline (``fwbench.trial.TIMELINE_PREFIX``): wall-clock stamps taken by
+job log ends with its timeline (``fwbench.measure.trial.TIMELINE_PREFIX``): wall-clock stamps taken by
 the job's shell (bash's ``$EPOCHREALTIME``), the trial process, the measuring child and the
 harness's markers. A stage is the time between two stamps, so the stages add up to the trial.
 Snakemake's share is the gap from the previous trial's last stamp to this job's shell: the
@@ -35,9 +35,9 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # fwbench from this work tree
 
-from fwbench.config import validate  # noqa: E402
-from fwbench.plan import Plan  # noqa: E402
-from fwbench.trial import TIMELINE_PREFIX  # noqa: E402
+from fwbench.measure.trial import TIMELINE_PREFIX  # noqa: E402
+from fwbench.plan.config import validate  # noqa: E402
+from fwbench.plan.sweep import Plan  # noqa: E402
 
 GOAL_S = 1.0
 FRAMEWORKS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
@@ -81,8 +81,8 @@ BEYOND_LESS_IMPORTS = "  the same, less the model build's imports"
 # model (PyTorch's resnet18 imports torchvision there, and with it torch._dynamo).
 PROBE = """
 import json, os, sys
-from fwbench.cells import Cell
-from fwbench.trial import configure_backend, thread_environment
+from fwbench.plan.cells import Cell
+from fwbench.measure.trial import configure_backend, thread_environment
 settings = json.loads(sys.argv[1])
 os.environ.update(thread_environment(settings["threads"]))
 backend, _ = configure_backend(Cell.from_dict(settings["cell"]), settings)

@@ -14,7 +14,7 @@
    (``docker-archive://``) and Snakemake can use without any registry. File names carry the
    digest, so a rebuilt image is a new file and Snakemake never reuses a stale conversion;
 4. writes ``containers/build/images.lock``, the lock ``snakemake --use-singularity`` reads when it
-   exists (see fwbench.images.default_lock_path).
+   exists (see fwbench.environment.images.default_lock_path).
 
 Usage::
 
@@ -41,7 +41,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from fwbench import images  # noqa: E402  (the repository's library, beside this folder)
+from fwbench.environment import images  # noqa: E402  (the repository's library, beside this folder)
 
 PLATFORM = ["--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp",
             "--abi", "cp311",

@@ -3,7 +3,7 @@
 The image locks are cut from the native environment that the test suite runs (the repository's
 requirements.lock): the framework, what it depends on, and the few packages a benchmark job
 imports (fwbench's trial side: numpy, jsonschema, PyYAML, psutil, nvidia-ml-py, and pandas,
-which the trial's child imports through fwbench.ablation) — each at the
+which the trial's child imports through fwbench.plan.ablation) — each at the
 exact version installed here, closed over their dependencies (environment markers evaluated for
 Linux x86_64, CPython 3.11). Host-side packages (pandas, matplotlib, Snakemake…) stay out.
 
@@ -44,7 +44,7 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
 HERE = Path(__file__).resolve().parent
-# What a benchmark job imports beside the framework (pandas: fwbench.ablation, in the child).
+# What a benchmark job imports beside the framework (pandas: fwbench.plan.ablation, in the child).
 TRIAL_SIDE = ["numpy", "jsonschema", "PyYAML", "psutil", "nvidia-ml-py", "pandas"]
 ROOTS = {
     "pytorch": ["torch", "torchvision", *TRIAL_SIDE],

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fwbench import __version__
+from fwbench import SOURCE_DIR, __version__
 from fwbench.errors import FwbenchError
 
 DESCRIPTION = """\
@@ -37,8 +37,8 @@ INSTALL_HINT = ("install fwbench's locked environment: in the repository, `make 
 
 
 def _trial_command(args) -> int:
-    from fwbench.supervisor import Interrupted, stop_on_signals
-    from fwbench.trial import run_trial
+    from fwbench.measure.supervisor import Interrupted, stop_on_signals
+    from fwbench.measure.trial import run_trial
 
     stop_on_signals()
     timeline = {"job_started": _epoch_ns(args.job_started), "python_started": args.started_ns}
@@ -73,7 +73,7 @@ def _snakemake(command: list[str]) -> int:
 
 
 def _unlock_command(args) -> int:
-    from fwbench import provenance, workflow
+    from fwbench import workflow
 
     alive = workflow.snakemake_alive()
     if alive:
@@ -82,7 +82,7 @@ def _unlock_command(args) -> int:
         return 1
     if workflow.stale_locks():
         print("fwbench: removing the stale lock of an interrupted run.", file=sys.stderr)
-        snakefile = provenance.SOURCE_DIR / "Snakefile"
+        snakefile = SOURCE_DIR / "Snakefile"
         return _snakemake(["snakemake", "--snakefile", str(snakefile), "--unlock", "--cores", "1"])
     return 0
 
@@ -101,19 +101,35 @@ def _run_dir(path: str) -> Path:
 
 
 def _rebuild_command(args) -> int:
-    from fwbench import provenance, workflow
+    from fwbench import workflow
 
     run_dir = _run_dir(args.run_dir)
     try:
-        command = workflow.rebuild_command(run_dir, provenance.SOURCE_DIR / "Snakefile")
+        command = workflow.rebuild_command(run_dir, SOURCE_DIR / "Snakefile")
     except ValueError as exc:
         raise FwbenchError(f"{exc}; move or link the run folder under a results/ folder") from None
     print(f"fwbench: {' '.join(command)}", file=sys.stderr)
-    return _snakemake(command)
+    status = _snakemake(command)
+    if status or not (args.check or args.record):
+        return status
+    manifest = run_dir / workflow.MANIFEST
+    if args.record:
+        workflow.write_manifest(run_dir)
+        print(f"fwbench rebuild: checksums of every rebuilt file -> {manifest}", file=sys.stderr)
+        return 0
+    if not manifest.is_file():
+        raise FwbenchError(f"{manifest} is missing: record one with `fwbench rebuild "
+                           f"{args.run_dir} --record` from a rebuild you trust")
+    differ = workflow.check_manifest(run_dir)
+    for line in differ:
+        print(f"fwbench rebuild: {line}", file=sys.stderr)
+    print(f"fwbench rebuild: {'differs from' if differ else 'byte-identical to'} {manifest}",
+          file=sys.stderr)
+    return 1 if differ else 0
 
 
 def _export_command(args) -> int:
-    from fwbench.export import export_run
+    from fwbench.analysis.export import export_run
 
     written = export_run(_run_dir(args.run_dir), args.out, formats=args.format,
                          mlflow=args.mlflow, mlflow_uri=args.mlflow_uri)
@@ -125,7 +141,7 @@ def _export_command(args) -> int:
 
 
 def _idle_command(args) -> int:
-    from fwbench.trial import measure_idle_baseline
+    from fwbench.measure.trial import measure_idle_baseline
 
     idle = measure_idle_baseline(args.out, duration_s=args.duration, period_s=args.period)
     print(f"idle baseline: {json.dumps(idle)[:300]}", file=sys.stderr)
@@ -133,14 +149,14 @@ def _idle_command(args) -> int:
 
 
 def _models_command(args) -> int:
-    from fwbench.models import print_models  # counts parameters in both frameworks
+    from fwbench.plan.models import print_models  # counts parameters in both frameworks
 
     print_models(as_json=args.json)
     return 0
 
 
 def _pin_images_command(args) -> int:
-    from fwbench.images import pin_command
+    from fwbench.environment.images import pin_command
 
     return pin_command(args.lock)
 
@@ -174,6 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
         "measurement. Use it after changing the statistics or the report, or to rebuild the "
         "shipped reference run (results/reference) on any machine.", _rebuild_command)
     rebuild.add_argument("run_dir", metavar="RUN", help="the run's folder, e.g. results/reference")
+    proof = rebuild.add_mutually_exclusive_group()
+    proof.add_argument("--check", action="store_true",
+                       help="then compare every rebuilt table, statistic, figure and report "
+                            "byte for byte with the checksums the run ships (RUN/rebuild.sha256)")
+    proof.add_argument("--record", action="store_true",
+                       help="then write those checksums (RUN/rebuild.sha256)")
 
     export = _command(
         commands, "export", "write a run's tables and statistics as tidy CSV or Parquet files, "

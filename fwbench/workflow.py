@@ -4,6 +4,7 @@ each trial job prints."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -60,6 +61,36 @@ def rebuild_command(run_dir: str | os.PathLike, snakefile: str | os.PathLike) ->
         command += ["--configfile", str(run_dir / "config.yaml")]
     return [*command, "--config", f"run={run_dir.name}", "--forcerun", *COLLECT_RULES,
             "--allowed-rules", *HOST_RULES]
+
+
+# What a rebuild writes and its checksums, one "sha256  path" line per file: the proof that the
+# shipped reference run rebuilds byte for byte (fwbench rebuild --check).
+MANIFEST = "rebuild.sha256"
+REBUILT = ("tables/*.parquet", "stats/*.csv", "audit/*.csv", "report/figures/*.svg",
+           "report/report.html", "report/report.pdf")
+
+
+def manifest(run_dir: str | os.PathLike) -> dict[str, str]:
+    """Checksum of every file a rebuild of ``run_dir`` writes, by path within the run."""
+    run_dir = Path(run_dir)
+    files = sorted({p for pattern in REBUILT for p in run_dir.glob(pattern)})
+    return {p.relative_to(run_dir).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in files}
+
+
+def write_manifest(run_dir: str | os.PathLike) -> None:
+    lines = [f"{digest}  {path}\n" for path, digest in manifest(run_dir).items()]
+    Path(run_dir, MANIFEST).write_text("".join(lines))
+
+
+def check_manifest(run_dir: str | os.PathLike) -> list[str]:
+    """What differs between the rebuilt files and the run's recorded checksums (empty: none)."""
+    recorded = dict(reversed(line.split("  ", 1)) for line in
+                    Path(run_dir, MANIFEST).read_text().splitlines() if line)
+    rebuilt = manifest(run_dir)
+    return ([f"{p}: differs" for p in recorded if p in rebuilt and rebuilt[p] != recorded[p]]
+            + [f"{p}: not rebuilt" for p in recorded if p not in rebuilt]
+            + [f"{p}: rebuilt but not recorded" for p in rebuilt if p not in recorded])
 
 
 # --- progress of a sweep ------------------------------------------------------------------

@@ -3,9 +3,7 @@
 # another run: `snakemake --cores 1 audit` diffs against every other run under results/ that has
 # been audited; results/<run>/audit/diff-<other>.csv names one.
 
-from fwbench.provenance import audited_runs
-
-
+from fwbench.analysis.versions import audited_runs
 # The trials table as input, not every env.json: the job that writes a trial's env.json writes
 # its result, so the table is remade whenever one is, and this rule with it; the env.json paths
 # are a parameter (naming every trial file in one aggregate only saves planning).
@@ -25,7 +23,7 @@ rule audit_versions:
     params:
         envs=PLAN.trial_paths("env.json"),
     shell:
-        "python -m fwbench.provenance versions --out {output.versions} {params.envs:q} > {log} 2>&1"
+        "python -m fwbench.analysis.versions versions --out {output.versions} {params.envs:q} > {log} 2>&1"
 
 
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
@@ -40,7 +38,7 @@ rule audit_diff:
     wildcard_constraints:
         other=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     shell:
-        "python -m fwbench.provenance diff --out {output.diff} {input.this} {input.other}"
+        "python -m fwbench.analysis.versions diff --out {output.diff} {input.this} {input.other}"
         " > {log} 2>&1"
 
 

@@ -73,5 +73,5 @@ rule profile_cell:
     params:
         settings=get_profile_settings,
     shell:
-        "exec python -m fwbench.profiling --settings {params.settings:q} --out {output.profile}"
+        "exec python -m fwbench.measure.profiling --settings {params.settings:q} --out {output.profile}"
         " > {log} 2>&1"

@@ -3,9 +3,9 @@
 import gc
 import json
 
-from fwbench import images
-from fwbench.config import check_threads, validate
-from fwbench.plan import Plan
+from fwbench.environment import images
+from fwbench.plan.config import check_threads, validate
+from fwbench.plan.sweep import Plan
 from fwbench.workflow import write_planned
 
 # Planning a sweep makes millions of long-lived objects (Snakemake's jobs and files, the plan).
@@ -32,7 +32,7 @@ onstart:
     write_planned(PLAN.trial_paths(), RESULTS)
 
 
-# From the planned cells and the code that names them (fwbench.cells), so no path the plan
+# From the planned cells and the code that names them (fwbench.plan.cells), so no path the plan
 # names can fall outside them.
 wildcard_constraints:
     **PLAN.wildcard_constraints(),

@@ -2,7 +2,7 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from fwbench.report import build_report
+from fwbench.report.render import build_report
 
 
 def main(inputs, outputs, run):

@@ -2,7 +2,7 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from fwbench.results import collect_tables, write_tables
+from fwbench.analysis.tables import collect_tables, write_tables
 
 
 def main(trial_paths, outputs):

@@ -4,8 +4,8 @@ sys.stderr = open(snakemake.log[0], "w")
 
 import pandas as pd
 
-from fwbench.results import write_tables
-from fwbench.telemetry.trace import trace_table
+from fwbench.analysis.tables import write_tables
+from fwbench.analysis.telemetry_trace import trace_table
 
 
 def main(trials_path, result_paths, output):

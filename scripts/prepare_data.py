@@ -2,8 +2,8 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from fwbench.data import DATASETS, download_data
-from fwbench.results import write_json
+from fwbench.measure.data import DATASETS, download_data
+from fwbench.measure.results import write_json
 
 
 def main(record_path, data, shapes):

@@ -4,7 +4,7 @@ sys.stderr = open(snakemake.log[0], "w")
 
 import pandas as pd
 
-from fwbench.ablation import summarize_ablation
+from fwbench.analysis.ablation import summarize_ablation
 
 
 def main(trials_path, outputs, ablation, seed, statistics):

@@ -4,7 +4,7 @@ sys.stderr = open(snakemake.log[0], "w")
 
 import pandas as pd
 
-from fwbench.distributed import summarize_distributed
+from fwbench.analysis.scaling import summarize_distributed
 
 
 def main(trials_path, outputs, statistics):

@@ -4,7 +4,7 @@ sys.stderr = open(snakemake.log[0], "w")
 
 import pandas as pd
 
-from fwbench.flops import achieved_flops
+from fwbench.analysis.flops import achieved_flops
 
 
 def main(cells_path, trials_path, output, models, peak_flops):

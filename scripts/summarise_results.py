@@ -4,9 +4,9 @@ sys.stderr = open(snakemake.log[0], "w")
 
 import pandas as pd
 
-from fwbench.latency import latency_summaries
-from fwbench.memory import memory_comparisons, memory_summaries
-from fwbench.stats import summarize
+from fwbench.analysis.latency import latency_summaries
+from fwbench.analysis.memory import memory_comparisons, memory_summaries
+from fwbench.analysis.stats import summarize
 
 
 def main(iterations_path, trials_path, outputs, seed, statistics):

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fwbench from this work tree
 
-from fwbench.telemetry import (  # noqa: E402
+from fwbench.measure.telemetry import (  # noqa: E402
     Sampler,
     load_nvml,
     load_samples,
@@ -39,7 +39,7 @@ from fwbench.telemetry import (  # noqa: E402
     visible_gpu_uuids,
     wait_for_idle_temperature,
 )
-from fwbench.telemetry.machine import machine_state  # noqa: E402
+from fwbench.measure.telemetry.machine import machine_state  # noqa: E402
 
 REQUIRED_COLUMNS = ("gpu_power_mw", "gpu_energy_mj", "gpu_util_pct", "gpu_mem_util_pct",
                     "gpu_mem_used_bytes", "gpu_temp_c", "gpu_sm_clock_mhz", "gpu_mem_clock_mhz",

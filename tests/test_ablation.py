@@ -11,10 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fwbench import ablation as ab
-from fwbench.cells import Cell
+from fwbench.analysis import ablation as decomposition
 from fwbench.errors import ConfigError
-from fwbench.frameworks.base import FACTORS, matched_factors
+from fwbench.plan import ablation as ab
+from fwbench.plan.cells import Cell
+from fwbench.plan.profiles import FACTORS, matched_factors
+from fwbench.report import why
 
 CPU_FACTORS = ["threads", "tf32", "cudnn_autotune", "layout", "determinism", "memory_growth",
                "mode=eager"]
@@ -138,7 +140,7 @@ def test_sequential_decomposition_recovers_known_effects_and_adds_up():
     times = {("defaults", "idiomatic", "fp32"): (2.0e6, 1.0e6),
              ("defaults+layout", "idiomatic", "fp32"): (1.6e6, 1.0e6),
              ("defaults+layout", "eager", "fp32"): (1.6e6, 1.5e6)}
-    table = ab.decompose(_trials(times), {"factors": CPU_FACTORS})
+    table = decomposition.decompose(_trials(times), {"factors": CPU_FACTORS})
     total, residual = _rows(table, "total"), _rows(table, "residual")
     factors = _rows(table, "factor")
     assert total["ratio"] == pytest.approx(2.0, rel=0.03)
@@ -164,7 +166,7 @@ def test_a_failed_step_is_not_measured_with_its_message_and_the_next_step_says_s
              ("defaults+layout", "idiomatic", "fp32"): (1.6e6, 1.0e6),
              ("defaults+layout", "eager", "fp32"): (1.6e6, 1.5e6)}
     trials = _trials(times, device="cuda", failed=[("defaults+layout", "idiomatic", "pytorch")])
-    table = ab.decompose(trials, {"factors": ["layout", "mode=eager"]})
+    table = decomposition.decompose(trials, {"factors": ["layout", "mode=eager"]})
     factors = _rows(table, "factor")
     assert factors.loc["layout", "status"] == "not measured"
     assert "boom" in factors.loc["layout", "reason"]
@@ -181,11 +183,11 @@ def test_shapley_splits_an_interaction_evenly_where_sequential_gives_it_to_the_f
              ("defaults", "eager", "fp32"): (2.0e6, 1.0e6),
              ("defaults+layout", "eager", "fp32"): (1.0e6, 1.0e6)}
     trials = _trials(times, noise=0.001)
-    shapley = _rows(ab.decompose(trials, {"factors": ["layout", "mode=eager"],
+    shapley = _rows(decomposition.decompose(trials, {"factors": ["layout", "mode=eager"],
                                           "order": "shapley"}), "factor")
     assert shapley.loc["layout", "contribution"] == pytest.approx(math.log(2) / 2, abs=0.01)
     assert shapley.loc["mode=eager", "contribution"] == pytest.approx(math.log(2) / 2, abs=0.01)
-    sequential = _rows(ab.decompose(trials, {"factors": ["layout", "mode=eager"]}), "factor")
+    sequential = _rows(decomposition.decompose(trials, {"factors": ["layout", "mode=eager"]}), "factor")
     assert sequential.loc["layout", "contribution"] == pytest.approx(0, abs=0.01)
     assert sequential.loc["mode=eager", "contribution"] == pytest.approx(math.log(2), abs=0.01)
 
@@ -193,14 +195,14 @@ def test_shapley_splits_an_interaction_evenly_where_sequential_gives_it_to_the_f
 def test_no_gap_means_no_shares():
     times = {("defaults", "idiomatic", "fp32"): (1.0e6, 1.0e6),
              ("defaults+layout", "idiomatic", "fp32"): (0.9e6, 1.0e6)}
-    table = ab.decompose(_trials(times, noise=0.05, n=3), {"factors": ["layout"]})
+    table = decomposition.decompose(_trials(times, noise=0.05, n=3), {"factors": ["layout"]})
     assert "contains 0" in _rows(table, "total")["note"]
     assert pd.isna(_rows(table, "factor").loc["layout", "share"])
 
 
 def test_decomposition_ignores_groups_that_are_not_an_ablation():
     times = {("matched", "eager", "fp32"): (1.0e6, 1.0e6)}
-    assert ab.decompose(_trials(times), {"factors": ["layout"]}).empty
+    assert decomposition.decompose(_trials(times), {"factors": ["layout"]}).empty
 
 
 # --- patel2023's counterfactuals -------------------------------------------------------------
@@ -211,7 +213,7 @@ def test_switching_tensorflow_to_eager_closes_a_graph_advantage():
     times = {("defaults", "idiomatic", "fp32"): (2.0e6, 1.0e6),
              ("defaults", "eager", "fp32"): (2.0e6, 2.0e6),
              ("defaults", "compiled", "fp32"): (1.0e6, 1.0e6)}
-    gaps = ab.gap_tests(_trials(times)).set_index("counterfactual")
+    gaps = decomposition.gap_tests(_trials(times)).set_index("counterfactual")
     assert gaps.loc["TensorFlow eager", "verdict"] == "closes the gap"
     assert gaps.loc["TensorFlow eager", "gap_closed"] == pytest.approx(1.0, abs=0.05)
     assert bool(gaps.loc["TensorFlow eager", "interleaved"])
@@ -224,7 +226,7 @@ def test_switching_tensorflow_to_eager_closes_a_graph_advantage():
 def test_without_a_tensorflow_advantage_there_is_nothing_to_explain():
     times = {("defaults", "idiomatic", "fp32"): (1.0e6, 1.2e6),
              ("defaults", "eager", "fp32"): (1.0e6, 3.0e6)}
-    gaps = ab.gap_tests(_trials(times))
+    gaps = decomposition.gap_tests(_trials(times))
     assert list(gaps["verdict"]) == ["no TensorFlow advantage to explain"]
 
 
@@ -237,8 +239,8 @@ ABLATION_TIMES = {("defaults", "idiomatic", "fp32"): (2.0e6, 1.0e6),
 
 
 def _profiles(table):
-    """A profiles table (fwbench.profiling.collect_profiles' columns) for the ablation's cells."""
-    from fwbench.profiling import CATEGORIES, PROFILE_COLUMNS
+    """A profiles table (fwbench.measure.profiling.collect_profiles' columns) for the ablation's cells."""
+    from fwbench.measure.profiling import CATEGORIES, PROFILE_COLUMNS
 
     rows = []
     for (cell_id, pair_id, framework, profile, mode), _ in table.groupby(
@@ -258,8 +260,8 @@ def _profiles(table):
 
 def test_the_why_paragraph_names_the_gap_the_factors_the_residual_and_the_profile():
     trials = _trials(ABLATION_TIMES)
-    frames = ab.summarize_ablation(trials, {"factors": CPU_FACTORS}, n_boot=500)
-    [paragraph] = ab.explain(frames["ablation"], frames["gaps"], _profiles(trials))
+    frames = decomposition.summarize_ablation(trials, {"factors": CPU_FACTORS}, n_boot=500)
+    [paragraph] = why.explain(frames["ablation"], frames["gaps"], _profiles(trials))
     text = paragraph["text"]
     assert "PyTorch took 2.0" in text
     assert "layout" in text and "eager in both" in text
@@ -269,10 +271,10 @@ def test_the_why_paragraph_names_the_gap_the_factors_the_residual_and_the_profil
 
 
 def test_report_section_draws_the_waterfall_and_the_breakdown(tmp_path):
-    from fwbench import figures, report
+    from fwbench.report import figures, render as report
 
     trials = _trials(ABLATION_TIMES)
-    frames = ab.summarize_ablation(trials, {"factors": CPU_FACTORS}, n_boot=300)
+    frames = decomposition.summarize_ablation(trials, {"factors": CPU_FACTORS}, n_boot=300)
     profiles = _profiles(trials)
     water = figures.waterfall(frames["ablation"], tmp_path)
     breakdown = figures.time_breakdown(profiles, tmp_path)
@@ -294,7 +296,7 @@ def test_report_section_draws_the_waterfall_and_the_breakdown(tmp_path):
 
 
 def test_report_without_an_ablation_says_so(tmp_path):
-    from fwbench import figures, report
+    from fwbench.report import figures, render as report
 
     empty = pd.DataFrame()
     assert "no ablation" in figures.waterfall(empty, tmp_path).reason

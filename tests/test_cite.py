@@ -45,8 +45,9 @@ def test_citation_names_the_version_and_licence_of_the_package():
 
 
 def test_every_trial_records_the_fwbench_version():
-    from fwbench.results import make_result, trial_row, validate_trial
-    from fwbench.supervisor import Outcome
+    from fwbench.analysis.tables import trial_row
+    from fwbench.measure.results import make_result, validate_trial
+    from fwbench.measure.supervisor import Outcome
 
     cell = {"experiment": "throughput", "device": "cpu", "framework": "pytorch",
             "model": "lenet5", "phase": "infer", "batch_size": 2, "input_shape": [1, 28, 28],

@@ -58,7 +58,7 @@ def test_no_command_prints_the_help():
 
 
 def test_pin_images_is_a_command_as_the_docs_name_it(tmp_path):
-    named = (REPO / "fwbench" / "images.py").read_text() + (
+    named = (REPO / "fwbench" / "environment" / "images.py").read_text() + (
         REPO / "containers" / "images.lock").read_text()
     assert "python -m fwbench pin-images" in named
     lock = tmp_path / "images.lock"
@@ -80,7 +80,7 @@ def test_a_folder_that_is_no_run_names_the_runs_there(tmp_path):
 
 
 def test_a_missing_package_names_the_install_command(monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "fwbench.models", None)  # as if its imports were missing
+    monkeypatch.setitem(sys.modules, "fwbench.plan.models", None)  # as if its imports were missing
     assert cli.main(["models"]) == 1
     err = capsys.readouterr().err
     assert "is not installed here" in err and "make .venv/.installed" in err

@@ -1,10 +1,10 @@
-"""fwbench/config.py: one clear error naming the key and the bad value, before any job starts."""
+"""fwbench/plan/config.py: one clear error naming the key and the bad value, before any job starts."""
 
 import pytest
 import yaml
 
-from fwbench.config import check_threads, load, validate
 from fwbench.errors import ConfigError, ConfigWarning
+from fwbench.plan.config import check_threads, load, validate
 from tests.conftest import REPO, snakemake
 
 

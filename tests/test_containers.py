@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fwbench import images
+from fwbench.environment import images
 from tests.conftest import BIN, REPO, TINY_CONFIG, snakemake
 
 FAKES = REPO / "tests" / "fakes"

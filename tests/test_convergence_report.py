@@ -1,8 +1,8 @@
 """The real-data experiments from trial results to the report: the epochs and confusion tables
-(fwbench/results.py), tian2020's figures, the accuracy table and the claims judged on them
-(fwbench/report.py), and one real convergence trial per framework carried all the way through.
+(fwbench/measure/results.py), tian2020's figures, the accuracy table and the claims judged on them
+(fwbench/report/render.py), and one real convergence trial per framework carried all the way through.
 
-The hand-made results follow run_convergence's payload (fwbench/experiments.py): TensorFlow's
+The hand-made results follow run_convergence's payload (fwbench/measure/experiments.py): TensorFlow's
 epochs are 30 % slower and its accuracy two points lower, so every direction is known.
 """
 
@@ -15,12 +15,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fwbench import report
-from fwbench.config import validate
-from fwbench.plan import Plan
-from fwbench.report import evaluate_claim, load_claims
-from fwbench.results import collect_tables, make_result, write_json, write_tables
-from fwbench.supervisor import Outcome
+from fwbench.analysis.tables import collect_tables, write_tables
+from fwbench.measure.results import make_result, write_json
+from fwbench.measure.supervisor import Outcome
+from fwbench.plan.config import validate
+from fwbench.plan.sweep import Plan
+from fwbench.report import render as report
+from fwbench.report.render import evaluate_claim, load_claims
 from tests.conftest import TINY_CONFIG
 from tests.test_report import LEAKS, html_only, section, visible
 
@@ -119,7 +120,7 @@ def test_epochs_and_confusion_tables_carry_every_trial_epoch_and_class_pair(tmp_
 def test_the_optimizer_is_the_cells_axis_and_never_pooled(tmp_path):
     """SGD and Adam in one run: every row carries its cell's optimizer (the payloads' details
     all name Adam), and the statistics compare each optimizer's pair apart."""
-    from fwbench.stats import summarize
+    from fwbench.analysis.stats import summarize
 
     config = {**CONVERGENCE, "data": {**CONVERGENCE["data"], "optimizer": ["sgd", "adam"]}}
     tables = collect_tables(write_results(tmp_path, config))
@@ -280,8 +281,8 @@ def test_real_convergence_trials_reach_the_report(tmp_path):
     """Two epochs of LeNet-5 on generated MNIST files in each framework, in fresh supervised
     processes from one weights file, collected and rendered as the workflow does (the HTML:
     the PDF is the same document, checked in tests/test_report.py)."""
-    from fwbench import data as D, experiments as E
-    from fwbench.supervisor import supervise
+    from fwbench.measure import data as D, experiments as E
+    from fwbench.measure.supervisor import supervise
 
     D.generate("mnist", tmp_path / "data", train=200, test=50)
     weights = tmp_path / "lenet5.npz"
@@ -293,7 +294,7 @@ def test_real_convergence_trials_reach_the_report(tmp_path):
     paths = []
     for i, trial in enumerate(plan.trials):
         settings = {**plan.trial_settings(trial), "gpu_uuids": []}
-        outcome = supervise("fwbench.experiments:run_convergence", settings, timeout_s=240,
+        outcome = supervise("fwbench.measure.experiments:run_convergence", settings, timeout_s=240,
                             memory_limit_mb=None)
         assert outcome.status == "ok", outcome.message
         path = tmp_path / trial.path(plan.run)

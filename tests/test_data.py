@@ -1,7 +1,7 @@
 """Real data sets: readers of the official formats, checksums, the bundled MNIST subset, the data
 rule, and the batches both frameworks receive.
 
-Every file here is small and generated in the official formats (fwbench.data.generate); the
+Every file here is small and generated in the official formats (fwbench.measure.data.generate); the
 data rule is exercised against file:// URLs. Nothing is downloaded.
 """
 
@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from fwbench import data as D
+from fwbench.measure import data as D
 
 
 @pytest.fixture
@@ -221,8 +221,8 @@ def test_evaluation_batches_cover_the_test_set_in_order(generated):
 def test_both_frameworks_receive_identical_batches(generated):
     import torch
 
-    from fwbench.frameworks.pytorch import data as P
-    from fwbench.frameworks.tensorflow import data as T
+    from fwbench.measure.frameworks.pytorch import data as P
+    from fwbench.measure.frameworks.tensorflow import data as T
 
     data = D.load("cifar10", generated)
     common = {"epoch": 1, "seed": 7, "augment": D.Augment()}

@@ -1,4 +1,4 @@
-"""fwbench/distributed.py and frameworks/*/distributed.py.
+"""fwbench/measure/distributed.py and frameworks/*/distributed.py.
 
 Real runs on the CPU: DistributedDataParallel over gloo and MultiWorkerMirroredStrategy, each with
 2 rank processes and LeNet-5 on a tiny batch. After one step the synchronized gradient of every
@@ -16,10 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fwbench import distributed
+from fwbench.analysis import scaling
 from fwbench.errors import BackendError, ConfigError, Unsupported
-from fwbench.harness import Adaptive
-from fwbench.models import synthetic_batch
+from fwbench.measure import distributed
+from fwbench.measure.harness import Adaptive
+from fwbench.plan import strategies
+from fwbench.plan.models import synthetic_batch
 from tests.conftest import REPO
 
 BATCH = 3  # per rank; odd, so a wrong shard or a wrong average cannot cancel out
@@ -41,12 +43,12 @@ def settings(framework: str, strategy: str = "multi_process", world_size: int = 
 # --- framework-free ------------------------------------------------------------------------
 
 def test_strategy_names_resolve_per_framework():
-    assert distributed.resolve_strategy("multi_process", "tensorflow") == "multiworker"
-    assert distributed.resolve_strategy("single_process", "pytorch") == "dp"
-    assert distributed.resolve_strategy("ddp", "pytorch") == "ddp"
-    assert distributed.strategy_pair("mirrored") == "single_process"
+    assert strategies.resolve_strategy("multi_process", "tensorflow") == "multiworker"
+    assert strategies.resolve_strategy("single_process", "pytorch") == "dp"
+    assert strategies.resolve_strategy("ddp", "pytorch") == "ddp"
+    assert strategies.strategy_pair("mirrored") == "single_process"
     with pytest.raises(ConfigError, match="for tensorflow, got 'ddp'"):
-        distributed.resolve_strategy("ddp", "tensorflow")
+        strategies.resolve_strategy("ddp", "tensorflow")
 
 
 @pytest.mark.parametrize("framework,name", [("pytorch", "DataParallel"),
@@ -57,7 +59,7 @@ def test_single_process_strategies_are_unsupported_without_cuda(framework, name)
 
 
 def test_inference_is_unsupported():
-    reason = distributed.unsupported_reason(settings("pytorch", phase="infer")["cell"])
+    reason = strategies.unsupported_reason(settings("pytorch", phase="infer")["cell"])
     assert "training steps" in reason
 
 
@@ -114,23 +116,23 @@ def test_scaling_efficiency_and_the_near_linear_verdict():
 
 
 def scaling_efficiency_rows(times):
-    return distributed.scaling_efficiency(pd.DataFrame(_trials(times)))
+    return scaling.scaling_efficiency(pd.DataFrame(_trials(times)))
 
 
 def test_scaling_efficiency_without_a_baseline_is_not_measured():
     rows = _trials({2: [1e8, 1e8]}) + [{**_trials({1: [1e8]})[0], "status": "oom",
                                         "message": "CUDA out of memory", "median_ns": None}]
-    row = distributed.scaling_efficiency(rows).iloc[0]
+    row = scaling.scaling_efficiency(rows).iloc[0]
     assert row.verdict == "not measured"
     assert "no ok trial at world size 1" in row.note and "oom" in row.note
-    few = distributed.scaling_efficiency(_trials({1: [1e8, 1e8], 2: [1e8, 1e8]})).iloc[0]
+    few = scaling.scaling_efficiency(_trials({1: [1e8, 1e8], 2: [1e8, 1e8]})).iloc[0]
     assert few.verdict == "inconclusive" and not few.ci_attained
 
 
 def test_strategy_comparison_names_the_faster_strategy():
     dp = _trials({2: [2e8] * 6}, "single_process")
     ddp = _trials({2: [1e8 * (1 + 0.01 * k) for k in range(6)]}, "multi_process")
-    row = distributed.strategy_comparisons(dp + ddp).iloc[0]
+    row = scaling.strategy_comparisons(dp + ddp).iloc[0]
     assert (row.single_process, row.multi_process) == ("dp", "ddp")
     assert row.ratio == pytest.approx(2 / 1.025, rel=0.01)
     assert row.faster == "ddp" and row.ratio_ci_low > 1
@@ -141,23 +143,23 @@ def test_summarize_distributed_gives_both_tables_and_empty_ones_without_a_distri
     rows = (_trials({1: steps, 2: steps}) + _trials({1: steps, 2: [2 * t for t in steps]},
                                                     "single_process"))
     other = {**rows[0], "experiment": "throughput", "strategy": "none", "world_size": 1}
-    frames = distributed.summarize_distributed(pd.DataFrame(rows + [other]))
-    scaling, strategies = frames["scaling"], frames["strategies"]
-    assert list(scaling.columns) == distributed.EFFICIENCY_COLUMNS
-    assert dict(zip(scaling["strategy"], scaling["verdict"])) == {
+    frames = scaling.summarize_distributed(pd.DataFrame(rows + [other]))
+    table, strategies = frames["scaling"], frames["strategies"]
+    assert list(table.columns) == scaling.EFFICIENCY_COLUMNS
+    assert dict(zip(table["strategy"], table["verdict"])) == {
         "multi_process": "near-linear", "single_process": "sub-linear"}
     assert list(strategies["world_size"]) == [1, 2]
     assert list(strategies["faster"]) == ["neither", "ddp"]
-    empty = distributed.summarize_distributed(pd.DataFrame([other]))
+    empty = scaling.summarize_distributed(pd.DataFrame([other]))
     assert empty["scaling"].empty and list(empty["scaling"].columns) == \
-        distributed.EFFICIENCY_COLUMNS
+        scaling.EFFICIENCY_COLUMNS
     assert empty["strategies"].empty and list(empty["strategies"].columns) == \
-        distributed.COMPARISON_COLUMNS
+        scaling.COMPARISON_COLUMNS
 
 
 def test_framework_modules_are_mirror_images():
     def names(framework):
-        tree = ast.parse((REPO / f"fwbench/frameworks/{framework}/distributed.py").read_text())
+        tree = ast.parse((REPO / f"fwbench/measure/frameworks/{framework}/distributed.py").read_text())
         top = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
         (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef)]
         return top, [n.name for n in cls.body if isinstance(n, ast.FunctionDef)]
@@ -185,7 +187,7 @@ def _global_batch():
 def _torch_reference(initial):
     import torch
 
-    from fwbench.frameworks.pytorch import models
+    from fwbench.measure.frameworks.pytorch import models
 
     model = models.build_model("lenet5", (1, 28, 28), 10)
     with torch.no_grad():
@@ -199,7 +201,7 @@ def _torch_reference(initial):
 def _tensorflow_reference(initial):
     import tensorflow as tf
 
-    from fwbench.frameworks.tensorflow import models
+    from fwbench.measure.frameworks.tensorflow import models
 
     model = models.build_model("lenet5", (1, 28, 28), 10)
     for v, value in zip(model.trainable_variables, initial, strict=True):

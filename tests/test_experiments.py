@@ -2,17 +2,17 @@
 
 Identical start: both frameworks load PyTorch's initial weights and receive identical batches,
 so their loss curves agree step by step — to float32 rounding with SGD, and to the documented
-Adam epsilon difference (fwbench.models LIBRARY_DIFFERENCES["adam_epsilon"]) with Adam. Whole
+Adam epsilon difference (fwbench.plan.models LIBRARY_DIFFERENCES["adam_epsilon"]) with Adam. Whole
 trials run in a fresh supervised process, as the workflow runs them.
 """
 
 import numpy as np
 import pytest
 
-from fwbench import data as D, experiments as E
-from fwbench.cells import Cell
-from fwbench.models import OPTIMIZERS
-from fwbench.supervisor import supervise
+from fwbench.measure import data as D, experiments as E
+from fwbench.measure.supervisor import supervise
+from fwbench.plan.cells import Cell
+from fwbench.plan.models import OPTIMIZERS
 
 # Largest relative difference between the two frameworks' losses over the first 10 steps from
 # identical weights and batches (LeNet-5, batch 20, weight decay on). Measured on this CPU:
@@ -32,7 +32,7 @@ def _settings(cell, data, iterations=2):
 
 
 def _run(entry, settings, timeout_s=240):
-    outcome = supervise(f"fwbench.experiments:{entry}", settings, timeout_s=timeout_s,
+    outcome = supervise(f"fwbench.measure.experiments:{entry}", settings, timeout_s=timeout_s,
                         memory_limit_mb=None)
     assert outcome.status == "ok", outcome.message
     return outcome.payload
@@ -45,8 +45,8 @@ def mnist_files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def frameworks():
-    from fwbench.frameworks.pytorch import data as pytorch
-    from fwbench.frameworks.tensorflow import data as tensorflow
+    from fwbench.measure.frameworks.pytorch import data as pytorch
+    from fwbench.measure.frameworks.tensorflow import data as tensorflow
 
     return {"pytorch": pytorch, "tensorflow": tensorflow}
 
@@ -71,9 +71,9 @@ def test_initial_weights_travel_as_npz_without_torch(frameworks, tmp_path):
     initialisation, exactly what copying from the live PyTorch model gives."""
     import torch
 
-    from fwbench.frameworks import transfer
-    from fwbench.frameworks.pytorch import models as torch_models
-    from fwbench.frameworks.tensorflow import models as keras_models
+    from fwbench.measure.frameworks import transfer
+    from fwbench.measure.frameworks.pytorch import models as torch_models
+    from fwbench.measure.frameworks.tensorflow import models as keras_models
 
     path = tmp_path / "resnet18.npz"
     written = E.write_initial_weights("resnet18", (3, 32, 32), 10, 4, path)
@@ -156,7 +156,7 @@ def test_convergence_on_cifar10_files_with_augmentation_in_tensorflow(tmp_path):
 
 def test_a_cell_that_does_not_fit_the_data_is_unsupported(mnist_files):
     cell = _cell("pytorch", shape=(3, 32, 32))
-    outcome = supervise("fwbench.experiments:run_convergence",
+    outcome = supervise("fwbench.measure.experiments:run_convergence",
                         _settings(cell, {"dataset": "mnist", "data_dir": str(mnist_files)}),
                         timeout_s=60, memory_limit_mb=None)
     assert outcome.status == "unsupported"

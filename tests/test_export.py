@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import fwbench
-from fwbench.export import describe_column, dictionary, export_run
+from fwbench.analysis.export import describe_column, dictionary, export_run
 
 REPO = Path(__file__).resolve().parent.parent
 FWBENCH = [sys.executable, "-m", "fwbench"]

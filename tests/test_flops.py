@@ -1,4 +1,4 @@
-"""fwbench/flops.py: achieved FLOP/s per cell and the fraction of the device's peak."""
+"""fwbench/analysis/flops.py: achieved FLOP/s per cell and the fraction of the device's peak."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from fwbench.flops import FLOPS_COLUMNS, achieved_flops, math_mode, peak_rate
-from fwbench.models import flops_per_sample
+from fwbench.analysis.flops import FLOPS_COLUMNS, achieved_flops, math_mode, peak_rate
+from fwbench.plan.models import flops_per_sample
 
 H100 = "NVIDIA H100 80GB HBM3"  # the name NVML gives the SXM5 card (tests/fixtures/telemetry)
 

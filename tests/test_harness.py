@@ -1,4 +1,4 @@
-"""fwbench/harness.py: synchronized timed regions, cold start apart, bounded warm-up, every time
+"""fwbench/measure/harness.py: synchronized timed regions, cold start apart, bounded warm-up, every time
 kept."""
 
 import itertools
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fwbench.harness import Adaptive, is_steady, measure, median_halfwidth
+from fwbench.measure.harness import Adaptive, is_steady, measure, median_halfwidth
 
 
 class Recorder:

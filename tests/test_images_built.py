@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fwbench import images
-from fwbench.config import validate
-from fwbench.plan import Plan
+from fwbench.environment import images
+from fwbench.plan.config import validate
+from fwbench.plan.sweep import Plan
 from tests.conftest import BIN, REPO, TINY_CONFIG
 
 BUILT = os.environ.get("FWBENCH_BUILT_IMAGES")
@@ -63,11 +63,11 @@ def engine_holds(digest: str) -> bool:
 
 @pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
 def test_each_image_holds_what_its_lock_says(lock, framework):
-    """python -m fwbench.images check, inside the image: label, version, pip check, import."""
+    """python -m fwbench.environment.images check, inside the image: label, version, pip check, import."""
     entry = lock["images"][framework]
     assert engine_holds(entry["digest"])
     proc = podman_run(entry["digest"], "env", f"PYTHONPATH={REPO}", "python", "-m",
-                      "fwbench.images", "check", "--framework", framework, "--lock", BUILT,
+                      "fwbench.environment.images", "check", "--framework", framework, "--lock", BUILT,
                       mounts=[f"{REPO}:{REPO}:ro", f"{Path(BUILT).parent}:{Path(BUILT).parent}:ro"])
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     found = json.loads(proc.stdout)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fwbench import images
+from fwbench.environment import images
 from tests.conftest import REPO
 
 SHIM = REPO / "scripts" / "containers" / "apptainer"

@@ -1,4 +1,4 @@
-"""The machine's state in every trial (fwbench.telemetry.machine): CPU governor, turbo and SMT
+"""The machine's state in every trial (fwbench.measure.telemetry.machine): CPU governor, turbo and SMT
 from a FAKE sysfs tree in a tmp folder (this VM exposes almost none of it), GPU settings from
 the FAKE NVML (tests/fakes/nvml.py)."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fwbench import provenance
-from fwbench.telemetry.machine import cpu_state, machine_columns, machine_state
+from fwbench.measure import provenance
+from fwbench.measure.telemetry.machine import cpu_state, machine_columns, machine_state
 
 try:
     from tests.fakes import nvml as fake_nvml
@@ -121,8 +121,9 @@ def test_columns_for_the_trials_table_are_typed_and_note_what_differs():
 
 
 def test_every_trial_records_it_through_provenance_and_the_trials_table(tmp_path):
-    from fwbench.results import collect_tables, make_result, write_json
-    from fwbench.supervisor import Outcome
+    from fwbench.analysis.tables import collect_tables
+    from fwbench.measure.results import make_result, write_json
+    from fwbench.measure.supervisor import Outcome
 
     env = provenance.environment(nvml_spec=fake_nvml.two_gpus_differing)
     assert [g["uuid"] for g in env["machine_state"]["gpus"]] == [fake_nvml.UUID_A,

@@ -1,4 +1,4 @@
-"""fwbench/models.py without any framework: the registry, input checks, synthetic batches, FLOPs
+"""fwbench/plan/models.py without any framework: the registry, input checks, synthetic batches, FLOPs
 and `python -m fwbench models`. The framework side is tests/frameworks/test_models.py."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from fwbench import models as zoo
+from fwbench.plan import models as zoo
 
 # torchvision's documented multiply-adds (its "GFLOPS" column) at the canonical input size.
 TORCHVISION_GMACS = {"resnet18": 1.81, "resnet152": 11.51, "vgg16": 15.47, "mobilenet_v2": 0.30,
@@ -18,7 +18,7 @@ TORCHVISION_GMACS = {"resnet18": 1.81, "resnet152": 11.51, "vgg16": 15.47, "mobi
 
 
 def test_importing_the_zoo_and_the_weight_transfer_imports_no_framework():
-    code = ("import sys, fwbench.models, fwbench.frameworks.transfer; "
+    code = ("import sys, fwbench.plan.models, fwbench.measure.frameworks.transfer; "
             "print([m for m in ('torch', 'tensorflow', 'keras') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

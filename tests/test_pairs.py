@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from fwbench.config import validate
-from fwbench.plan import Plan
+from fwbench.plan.config import validate
+from fwbench.plan.sweep import Plan
 from tests.conftest import snakemake
 
 pytestmark = pytest.mark.slow

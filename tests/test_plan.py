@@ -1,9 +1,9 @@
-"""fwbench/plan.py and cells.py: stable ids, paths in one place, interleaved trial order."""
+"""fwbench/plan/sweep.py and cells.py: stable ids, paths in one place, interleaved trial order."""
 
 import itertools
 
-from fwbench.config import validate
-from fwbench.plan import Plan
+from fwbench.plan.config import validate
+from fwbench.plan.sweep import Plan
 
 
 def _plan(config, **changes):

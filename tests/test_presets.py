@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fwbench.config import load
-from fwbench.plan import Plan
+from fwbench.plan.config import load
+from fwbench.plan.sweep import Plan
 from tests.conftest import REPO, snakemake
 
 CONFIGS = [REPO / "config.yaml", *sorted((REPO / "presets").glob("*.yaml"))]

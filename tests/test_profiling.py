@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from fwbench import profiling
-from fwbench.config import validate
 from fwbench.errors import ResultError
-from fwbench.plan import Plan
-from fwbench.profiling import HOST, Span, Trace, breakdown, classify
-from fwbench.results import load_trial
+from fwbench.measure import profiling
+from fwbench.measure.profiling import HOST, Span, Trace, breakdown, classify
+from fwbench.measure.results import load_trial
+from fwbench.plan.config import validate
+from fwbench.plan.sweep import Plan
 
 # Real operator names from both frameworks' profilers (lenet5 and resnet18, eager and graph,
 # XLA on the CPU) and common CUDA kernel names, with their class.
@@ -89,7 +89,7 @@ def test_on_a_gpu_host_overhead_is_the_device_idle():
 
 
 def test_pytorch_trace_reader_names_each_gpu_kernel_by_its_launching_operator():
-    from fwbench.frameworks.pytorch.profiler import read_trace
+    from fwbench.measure.frameworks.pytorch.profiler import read_trace
 
     events = [
         {"ph": "X", "cat": "user_annotation", "name": "fwbench_step", "ts": 0, "dur": 100},
@@ -115,7 +115,7 @@ def test_pytorch_trace_reader_names_each_gpu_kernel_by_its_launching_operator():
 def test_tensorflow_space_reader_keeps_stream_lines_and_reads_op_types():
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-    from fwbench.frameworks.tensorflow.profiler import read_space
+    from fwbench.measure.frameworks.tensorflow.profiler import read_space
 
     space = xplane_pb2.XSpace()
     host = space.planes.add(id=1, name="/host:CPU")

@@ -6,10 +6,10 @@ import os
 import pytest
 
 from fwbench import workflow
-from fwbench.config import validate
-from fwbench.plan import Plan
-from fwbench.results import make_result, write_json
-from fwbench.supervisor import Outcome
+from fwbench.measure.results import make_result, write_json
+from fwbench.measure.supervisor import Outcome
+from fwbench.plan.config import validate
+from fwbench.plan.sweep import Plan
 
 
 @pytest.fixture

@@ -7,7 +7,9 @@ import json
 import subprocess
 import sys
 
-from fwbench import provenance
+from fwbench.analysis import versions
+from fwbench.environment import source
+from fwbench.measure import provenance
 from tests.conftest import REPO
 
 
@@ -45,11 +47,11 @@ def test_behaviour_variables_are_recorded_and_secrets_are_not():
 
 
 def test_git_state_falls_back_to_what_the_workflow_exported(tmp_path, monkeypatch):
-    monkeypatch.delenv(provenance.GIT_STATE_VARIABLE, raising=False)
-    assert provenance.git_state(tmp_path) == {"git_commit": None, "git_dirty": None}
-    monkeypatch.setenv(provenance.GIT_STATE_VARIABLE, json.dumps({"git_commit": "abc",
+    monkeypatch.delenv(source.GIT_STATE_VARIABLE, raising=False)
+    assert source.git_state(tmp_path) == {"git_commit": None, "git_dirty": None}
+    monkeypatch.setenv(source.GIT_STATE_VARIABLE, json.dumps({"git_commit": "abc",
                                                                   "git_dirty": False}))
-    assert provenance.git_state(tmp_path) == {"git_commit": "abc", "git_dirty": False}
+    assert source.git_state(tmp_path) == {"git_commit": "abc", "git_dirty": False}
 
 
 def test_loaded_libraries_read_from_the_process_maps(tmp_path):
@@ -91,7 +93,7 @@ def test_loaded_libraries_name_the_package_that_ships_them(tmp_path, monkeypatch
 
 
 def test_framework_runtime_in_a_process_that_ran_pytorch():
-    code = ("import json, torch; from fwbench import provenance; "
+    code = ("import json, torch; from fwbench.measure import provenance; "
             "torch.nn.Linear(2, 2)(torch.ones(1, 2)); "
             "r = provenance.framework_runtime('pytorch'); r['framework_build'].pop('config'); "
             "r['tensorflow'] = provenance.framework_runtime('tensorflow'); "
@@ -126,7 +128,7 @@ IMAGE = {"reference": "docker://r/p@sha256:" + "1" * 64, "digest": "sha256:" + "
 
 
 def test_versions_table_per_framework_environment():
-    rows = provenance.versions_table([("pytorch", _env(IMAGE)), ("pytorch", _env(IMAGE)),
+    rows = versions.versions_table([("pytorch", _env(IMAGE)), ("pytorch", _env(IMAGE)),
                                       ("tensorflow", _env("none", framework_version="2.21.0"))])
     by = {(r["framework"], r["item"]): r for r in rows}
     assert by[("pytorch", "image digest")]["value"] == IMAGE["digest"]
@@ -140,30 +142,30 @@ def test_versions_table_per_framework_environment():
 
 
 def test_trials_that_disagree_show_two_rows():
-    rows = provenance.versions_table([("pytorch", _env(IMAGE)),
+    rows = versions.versions_table([("pytorch", _env(IMAGE)),
                                       ("pytorch", _env(IMAGE, cuda="12.8"))])
     assert sorted(r["value"] for r in rows if r["item"] == "framework CUDA (build)") == \
         ["12.8", "13.0"]
 
 
 def test_diff_between_two_runs_names_what_changed(tmp_path):
-    this = provenance.versions_table([("pytorch", _env(IMAGE))])
+    this = versions.versions_table([("pytorch", _env(IMAGE))])
     other_image = {**IMAGE, "digest": "sha256:" + "3" * 64, "reference": "docker://r/p@x"}
     other_env = _env(other_image, packages={"torch": "2.14.0"})
-    other = provenance.versions_table([("pytorch", other_env)])
-    diff = {(r["framework"], r["item"]): r for r in provenance.diff_versions(this, other)}
+    other = versions.versions_table([("pytorch", other_env)])
+    diff = {(r["framework"], r["item"]): r for r in versions.diff_versions(this, other)}
     assert diff[("pytorch", "image digest")]["change"] == "changed"
     assert diff[("pytorch", "package torch")]["other_run"] == "2.14.0"
     assert diff[("pytorch", "package numpy")]["change"] == "only in this run"
     assert ("pytorch", "python") not in diff
-    assert provenance.diff_versions(this, this) == []
+    assert versions.diff_versions(this, this) == []
 
 
 def test_audit_tables_round_trip_and_diff_command(tmp_path):
-    rows = provenance.versions_table([("pytorch", _env(IMAGE)), ("tensorflow", _env("none"))])
+    rows = versions.versions_table([("pytorch", _env(IMAGE)), ("tensorflow", _env("none"))])
     out = tmp_path / "versions.csv"
-    provenance.write_csv(rows, provenance.AUDIT_FIELDS, out)
-    assert [dict(r, trials=int(r["trials"])) for r in provenance.read_csv(out)] == rows
-    assert provenance.main(["diff", "--out", str(tmp_path / "d.csv"), str(out), str(out)]) == 0
+    versions.write_csv(rows, versions.AUDIT_FIELDS, out)
+    assert [dict(r, trials=int(r["trials"])) for r in versions.read_csv(out)] == rows
+    assert versions.main(["diff", "--out", str(tmp_path / "d.csv"), str(out), str(out)]) == 0
     with open(tmp_path / "d.csv") as f:
-        assert list(csv.reader(f)) == [provenance.DIFF_FIELDS]
+        assert list(csv.reader(f)) == [versions.DIFF_FIELDS]

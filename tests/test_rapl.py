@@ -1,4 +1,4 @@
-"""CPU energy from RAPL (fwbench.telemetry.rapl), on a FAKE powercap tree in a tmp folder: this
+"""CPU energy from RAPL (fwbench.measure.telemetry.rapl), on a FAKE powercap tree in a tmp folder: this
 machine (a VM) has no /sys/class/powercap, like most VMs and containers. The tree has the
 kernel's layout and file names; a thread moves its counters during a real sampler run."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fwbench.telemetry import Sampler, load_samples, measure_idle, summarize_phases
-from fwbench.telemetry.rapl import RaplReader
+from fwbench.measure.telemetry import Sampler, load_samples, measure_idle, summarize_phases
+from fwbench.measure.telemetry.rapl import RaplReader
 
 MAX_UJ = 262_143_328_850  # a real package zone's max_energy_range_uj
 

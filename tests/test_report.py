@@ -1,7 +1,7 @@
-"""fwbench/report.py and fwbench/figures.py: the paper, built from hand-made tables.
+"""fwbench/report/render.py and fwbench/report/figures.py: the paper, built from hand-made tables.
 
-The fixture writes small tables that follow the contracts of fwbench/results.py (parquet) and
-fwbench/stats.py (CSV), with failures, a mixed commit and hostile strings in error messages. The
+The fixture writes small tables that follow the contracts of fwbench/measure/results.py (parquet) and
+fwbench/analysis/stats.py (CSV), with failures, a mixed commit and hostile strings in error messages. The
 reader checks render the PDF with pdftoppm/pdftotext (apt: poppler-utils) and open the HTML in
 headless Chromium (apt: chromium); each skips with its reason when the tool is absent.
 """
@@ -23,8 +23,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from fwbench import report
-from fwbench.report import (
+from fwbench.report import render as report
+from fwbench.report.render import (
     Notes,
     NotMeasured,
     build_report,
@@ -151,7 +151,7 @@ def make_comparisons(stats: pd.DataFrame) -> pd.DataFrame:
         tf = g[g["framework"] == "tensorflow"].iloc[0]
         row = {"pair_id": pair_id, **{a: pt[a] for a in AXES if a != "framework"}}
         if pd.isna(pt.get("median_ns")) or pd.isna(tf.get("median_ns")):
-            continue  # like fwbench.stats: only pairs with ok trials on both sides
+            continue  # like fwbench.analysis.stats: only pairs with ok trials on both sides
         if True:
             low, high = pt["ci_low_ns"] / tf["ci_high_ns"], pt["ci_high_ns"] / tf["ci_low_ns"]
             verdict = ("pytorch faster" if high < 1 else "tensorflow faster" if low > 1
@@ -391,8 +391,8 @@ def html_only(data, folder: Path, run: str = "fixture") -> str:
 
 
 def test_report_from_the_statistics_module(tmp_path):
-    """The seam as the workflow wires it: fwbench.stats.summarize writes the three CSVs."""
-    from fwbench import stats
+    """The seam as the workflow wires it: fwbench.analysis.stats.summarize writes the three CSVs."""
+    from fwbench.analysis import stats
 
     inputs = write_run(tmp_path)
     frames = stats.summarize(pd.read_parquet(inputs["trials"]),
@@ -421,7 +421,7 @@ def test_report_modules_import_no_framework():
             "        if name.split('.')[0] in ('torch', 'tensorflow'):\n"
             "            raise ImportError('blocked ' + name)\n"
             "sys.meta_path.insert(0, Block())\n"
-            "import fwbench.report, fwbench.figures\n")
+            "import fwbench.report.render, fwbench.report.figures\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
@@ -639,7 +639,7 @@ PRESETS = sorted((ROOT / "presets").glob("*.yaml"))
 
 @pytest.mark.parametrize("path", PRESETS, ids=[p.stem for p in PRESETS])
 def test_preset_is_a_valid_config_that_says_its_run_time_and_choices(path):
-    from fwbench.config import load_schema, validate
+    from fwbench.plan.config import load_schema, validate
 
     text = path.read_text()
     config = yaml.safe_load(text)
@@ -655,14 +655,14 @@ def test_preset_is_a_valid_config_that_says_its_run_time_and_choices(path):
 
 
 def test_presets_cover_the_papers_with_a_protocol_and_name_known_models():
-    from fwbench.models import MODELS
+    from fwbench.plan.models import MODELS
 
     assert {p.stem.split("-")[0] for p in PRESETS} == {"patel2023", "florencio2019", "tian2020",
                                                         "sumanjali2024"}
     named = {m for p in PRESETS for m in yaml.safe_load(p.read_text())["models"]}
     unknown = named - set(MODELS)
     if unknown:
-        pytest.skip(f"fwbench.models does not define {sorted(unknown)} yet (the model zoo)")
+        pytest.skip(f"fwbench.plan.models does not define {sorted(unknown)} yet (the model zoo)")
     claims_models = {m for c in load_claims()["claims"]
                      for m in np.atleast_1d(c["test"].get("select", {}).get("model", []))}
     assert claims_models <= set(MODELS), claims_models - set(MODELS)
@@ -767,7 +767,7 @@ TF_IMAGE = "/images/<tf>&cache.sif"  # an image file, no digest: hostile text on
 
 
 def with_environment(trials: pd.DataFrame, *, containers: dict | None = None) -> pd.DataFrame:
-    """The environment columns fwbench.results.environment_columns adds to each trial row:
+    """The environment columns fwbench.analysis.tables.environment_columns adds to each trial row:
     natively (``container: none``) unless ``containers`` maps a framework to (image, digest)."""
     trials = trials.copy()
     pytorch = trials["framework"] == "pytorch"
@@ -880,9 +880,9 @@ TF_PINNED_IMAGE = "docker://ghcr.io/fwbench/tensorflow@sha256:" + "2" * 64
 
 
 def _audit(folder: Path, *, other=True, empty_diff=False) -> Path:
-    """versions.csv as rules/audit.smk writes it (fwbench.provenance), and a diff beside it:
+    """versions.csv as rules/audit.smk writes it (fwbench.measure.provenance), and a diff beside it:
     PyTorch natively, TensorFlow in a pinned image."""
-    from fwbench import provenance
+    from fwbench.analysis import versions
 
     def env(framework, **change):
         pytorch = framework == "pytorch"
@@ -903,13 +903,13 @@ def _audit(folder: Path, *, other=True, empty_diff=False) -> Path:
               ("pytorch", env("pytorch", packages={"numpy": "2.4.5", "torch": "2.14.1"})),
               ("tensorflow", env("tensorflow"))]
     audit = folder / "audit"
-    this = provenance.versions_table(trials)
-    provenance.write_csv(this, provenance.AUDIT_FIELDS, audit / "versions.csv")
+    this = versions.versions_table(trials)
+    versions.write_csv(this, versions.AUDIT_FIELDS, audit / "versions.csv")
     if other:
-        older = provenance.versions_table([("pytorch", env("pytorch", python="3.11.6")),
+        older = versions.versions_table([("pytorch", env("pytorch", python="3.11.6")),
                                            ("tensorflow", env("tensorflow"))])
-        diff = [] if empty_diff else provenance.diff_versions(this, older)
-        provenance.write_csv(diff, provenance.DIFF_FIELDS, audit / "diff-older.csv")
+        diff = [] if empty_diff else versions.diff_versions(this, older)
+        versions.write_csv(diff, versions.DIFF_FIELDS, audit / "diff-older.csv")
     return audit / "versions.csv"
 
 

@@ -2,7 +2,7 @@
 ones) is labelled a hint in the statistics, the claims table, the abstract and the figures.
 
 The fixture run is tests/test_report.py's (three trials per cell, so every comparison is
-exploratory), with its statistics made by fwbench.stats.summarize as the workflow makes them.
+exploratory), with its statistics made by fwbench.analysis.stats.summarize as the workflow makes them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import re
 import pandas as pd
 import pytest
 
-from fwbench import report, stats as st
+from fwbench.analysis import stats as st
+from fwbench.report import render as report
 from tests.test_report import DIRECTION, LEAKS, _pairs, html_only, section, visible, write_run
 from tests.test_stats import make_tables, shifted
 
@@ -60,7 +61,7 @@ def test_statistics_mark_exploratory_comparisons_and_the_geometric_mean_built_on
     comparisons = frames["comparisons"]
     assert comparisons["exploratory"].all()
     assert (comparisons["exploratory_reason"]
-            == "4 trials on the smaller side, fewer than 7").all()
+            == "4 usable trials on the smaller side, fewer than 7").all()
     tests = frames["tests"]
     geomean = tests[tests["family"].str.startswith("geomean/")].iloc[0]
     assert bool(geomean["exploratory"])

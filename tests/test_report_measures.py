@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fwbench import report
-from fwbench.distributed import summarize_distributed
-from fwbench.flops import achieved_flops
-from fwbench.telemetry.trace import trace_rows
+from fwbench.analysis.flops import achieved_flops
+from fwbench.analysis.scaling import summarize_distributed
+from fwbench.analysis.telemetry_trace import trace_rows
+from fwbench.report import render as report
 from tests.test_report import LEAKS, _need, _pdf_text, html_only, plain, section, visible, write_run
 
 H100 = Path(__file__).parent / "fixtures" / "telemetry" / "h100"
@@ -270,8 +270,7 @@ def test_the_report_rule_reads_what_each_rule_writes(rules, name):
 
 
 def test_the_distributed_claims_name_a_known_strategy():
-    from fwbench.distributed import STRATEGIES
-
+    from fwbench.plan.strategies import STRATEGIES
     field = {"strategy_comparison": "expect", "scaling": "strategy"}
     claims = [c for c in report.load_claims()["claims"] if c["test"]["kind"] in field]
     assert {c["id"] for c in claims} == {"patel2023-ddp-faster", "patel2023-ddp-linear"}

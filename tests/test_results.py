@@ -1,4 +1,4 @@
-"""fwbench/results.py: atomic writes, validated reads, and tables built without a framework."""
+"""fwbench/measure/results.py: atomic writes, validated reads, and tables built without a framework."""
 
 import json
 import subprocess
@@ -7,11 +7,11 @@ import sys
 import pandas as pd
 import pytest
 
-from fwbench.config import validate
 from fwbench.errors import ResultError
-from fwbench.plan import Plan
-from fwbench.results import JSON_VERSION, load_trial, make_result, write_json
-from fwbench.supervisor import Outcome
+from fwbench.measure.results import JSON_VERSION, load_trial, make_result, write_json
+from fwbench.measure.supervisor import Outcome
+from fwbench.plan.config import validate
+from fwbench.plan.sweep import Plan
 
 
 def _results(tiny_config, tmp_path):
@@ -71,7 +71,7 @@ class Block:
         if name.split('.')[0] in ('torch', 'tensorflow', 'keras', 'torchvision'):
             raise ImportError('framework import blocked: ' + name)
 sys.meta_path.insert(0, Block())
-from fwbench.results import collect_tables
+from fwbench.analysis.tables import collect_tables
 import json
 tables = collect_tables(json.loads(sys.argv[1]))
 print(len(tables['iterations']), len(tables['trials']), len(tables['cells']))
@@ -87,8 +87,7 @@ def test_tables_are_built_with_framework_imports_blocked(tmp_path, tiny_config):
 
 
 def test_groups_not_measured_together_are_flagged(tmp_path, tiny_config):
-    from fwbench.results import collect_tables
-
+    from fwbench.analysis.tables import collect_tables
     paths = _results(tiny_config, tmp_path)
     assert collect_tables(paths)["trials"]["measured_together"].all()
     # Re-measure one trial in a later session, as a partial rerun would.
@@ -117,8 +116,7 @@ def _ran_in_order(plan, order, tmp_path):
 
 
 def test_pair_gaps_come_from_the_recorded_times_of_every_trial(tmp_path, tiny_config):
-    from fwbench.results import collect_tables
-
+    from fwbench.analysis.tables import collect_tables
     plan = Plan.from_config(validate({**tiny_config, "trials": 2, "batch_sizes": [2, 4]}))
     assert len(plan.trials) == 8  # two groups of two pairs, planned back to back
     # As planned, except that the other group's first trial slipped into the second pair: both

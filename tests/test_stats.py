@@ -1,4 +1,4 @@
-"""Tests for fwbench/stats.py.
+"""Tests for fwbench/analysis/stats.py.
 
 Hand-written statistics (Cliff's delta, Hodges-Lehmann, Jonckheere-Terpstra, the interpolated
 median interval) are checked against published worked examples; everything taken from scipy or
@@ -19,9 +19,9 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from fwbench import stats as st
+from fwbench.analysis import stats as st
 
-# --- fixed synthetic tables shaped like fwbench.results.collect_tables -------------------------
+# --- fixed synthetic tables shaped like fwbench.analysis.tables.collect_tables -------------------------
 
 AXES_FIXED = dict(experiment="throughput", device="cpu", precision="fp32", mode="idiomatic",
                   profile="matched", input_shape="1x28x28")
@@ -665,6 +665,6 @@ def test_summarize_rejects_bad_parameters():
 
 
 def test_stats_imports_no_framework():
-    code = ("import sys, fwbench.stats; "
+    code = ("import sys, fwbench.analysis.stats; "
             "assert not {'torch', 'tensorflow'} & set(sys.modules), sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -2,7 +2,7 @@
 
 Trial medians are drawn from known distributions (lognormal: skewed like run times, and a pure
 shift on the log scale, which is what the Hodges-Lehmann interval estimates), many families at
-once, and passed through ``fwbench.stats.compare_pairs`` as the workflow does. Each family has
+once, and passed through ``fwbench.analysis.stats.compare_pairs`` as the workflow does. Each family has
 six comparisons, like the default sweep's three batch sizes by two models per phase. The bounds
 allow three Monte-Carlo standard errors; every draw is seeded, so the rates are fixed numbers
 (docs/statistics.md quotes them).
@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from fwbench import stats as st
-from fwbench.results import AXIS_DEFAULTS
+from fwbench.analysis import stats as st
+from fwbench.analysis.tables import AXIS_DEFAULTS
 
 ALPHA = 0.05
 FAMILIES = 400

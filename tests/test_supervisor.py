@@ -1,4 +1,4 @@
-"""fwbench/supervisor.py and worker.py: every way a trial ends becomes a status; the sweep goes on.
+"""fwbench/measure/supervisor.py and worker.py: every way a trial ends becomes a status; the sweep goes on.
 
 Each failure is provoked for real: a raised exception, os.abort(), an address-space limit hit by
 a real PyTorch trial, and a real trial that outlives its timeout.
@@ -14,8 +14,8 @@ import time
 import pytest
 
 from fwbench.errors import Unsupported
-from fwbench.supervisor import supervise
-from fwbench.worker import classify
+from fwbench.measure.supervisor import supervise
+from fwbench.measure.worker import classify
 
 HERE = "tests.test_supervisor"
 
@@ -82,7 +82,7 @@ def test_the_child_ends_without_teardown_and_loses_no_output(tmp_path):
     settings = tmp_path / "settings.json"
     settings.write_text("{}")
     buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    proc = subprocess.run([sys.executable, "-m", "fwbench.worker", f"{HERE}:prints",
+    proc = subprocess.run([sys.executable, "-m", "fwbench.measure.worker", f"{HERE}:prints",
                            str(settings), str(tmp_path / "outcome.json")],
                           capture_output=True, text=True, timeout=120, env=buffered)
     assert proc.returncode == 0, proc.stderr

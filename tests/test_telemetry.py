@@ -1,4 +1,4 @@
-"""Tests of fwbench.telemetry: the sampler process, the side files, the summaries, the guard.
+"""Tests of fwbench.measure.telemetry: the sampler process, the side files, the summaries, the guard.
 
 The GPU cases use the FAKE NVML in tests/fakes/nvml.py (autospecced from the real pynvml), the
 only fake here; the host side is read for real. The sampler is a real process in every test
@@ -21,9 +21,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-import fwbench.telemetry as telemetry
-from fwbench.harness import measure
-from fwbench.telemetry import (
+import fwbench.measure.telemetry as telemetry
+from fwbench.measure.harness import measure
+from fwbench.measure.telemetry import (
     Sampler,
     TelemetryError,
     load_nvml,
@@ -34,9 +34,14 @@ from fwbench.telemetry import (
     visible_gpu_uuids,
     wait_for_idle_temperature,
 )
-from fwbench.telemetry.collector import Collector
-from fwbench.telemetry.columns import GPU_NAMES, decode_clock_event_reasons, describe, header
-from fwbench.telemetry.gpu import GPM_COLUMNS, READERS, GpuReader
+from fwbench.measure.telemetry.collector import Collector
+from fwbench.measure.telemetry.columns import (
+    GPU_NAMES,
+    decode_clock_event_reasons,
+    describe,
+    header,
+)
+from fwbench.measure.telemetry.gpu import GPM_COLUMNS, READERS, GpuReader
 
 try:
     from tests.fakes import nvml as fake_nvml
@@ -92,7 +97,7 @@ def test_docs_describe_every_column():
 
 
 def test_importing_telemetry_imports_no_framework():
-    code = ("import sys, fwbench.telemetry; "
+    code = ("import sys, fwbench.measure.telemetry; "
             "print(sorted({'torch', 'tensorflow'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -272,7 +277,7 @@ def test_an_exception_in_the_trial_writes_nothing(tmp_path):
 
 def test_the_sampler_exits_when_its_parent_goes(tmp_path):
     tmp = tmp_path / "partial.tmp"
-    proc = subprocess.Popen([sys.executable, "-m", "fwbench.telemetry.process"],
+    proc = subprocess.Popen([sys.executable, "-m", "fwbench.measure.telemetry.process"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     config = {"period_s": PERIOD_S, "pid": None, "gpu_uuids": [], "nice": 0, "nvml": None,
               "powercap_root": str(tmp_path / "no-powercap"), "tmp_csv": str(tmp)}
@@ -443,7 +448,7 @@ def test_idle_is_measured_with_a_context_held_on_each_gpu():
 
 
 def test_without_a_cuda_driver_idle_says_no_context_was_held():
-    from fwbench.telemetry.cuda_context import hold_cuda_contexts
+    from fwbench.measure.telemetry.cuda_context import hold_cuda_contexts
 
     with hold_cuda_contexts([fake_nvml.UUID_A]) as state:  # no such GPU, here or anywhere
         assert state["held"] == []
@@ -562,13 +567,13 @@ def test_side_files_from_a_real_gpu_summarize(path):
     assert summary["phases"]["measure"]["power_mean_w"] > 0
 
 
-# --- one trial's trace, the table the report draws (fwbench.telemetry.trace) -------------------
+# --- one trial's trace, the table the report draws (fwbench.analysis.telemetry_trace) -------------------
 
 H100 = Path(__file__).parent / "fixtures" / "telemetry" / "h100"
 
 
 def test_trace_of_a_real_gpu_trial_holds_its_samples_and_markers():
-    from fwbench.telemetry.trace import trace_rows
+    from fwbench.analysis.telemetry_trace import trace_rows
 
     markers = json.loads((H100 / "markers.json").read_text())["markers_ns"]
     trace = trace_rows(H100 / "trial-0.telemetry.csv", markers, {"cell_id": "c", "trial": 0})
@@ -587,11 +592,12 @@ def test_trace_of_a_real_gpu_trial_holds_its_samples_and_markers():
 def test_trace_table_reads_the_longest_ok_trial_beside_its_result(tmp_path, tiny_config):
     import shutil
 
-    from fwbench.config import validate
-    from fwbench.plan import Plan
-    from fwbench.results import collect_tables, make_result, write_json
-    from fwbench.supervisor import Outcome
-    from fwbench.telemetry.trace import trace_table
+    from fwbench.analysis.tables import collect_tables
+    from fwbench.analysis.telemetry_trace import trace_table
+    from fwbench.measure.results import make_result, write_json
+    from fwbench.measure.supervisor import Outcome
+    from fwbench.plan.config import validate
+    from fwbench.plan.sweep import Plan
 
     markers = json.loads((H100 / "markers.json").read_text())["markers_ns"]
     plan = Plan.from_config(validate({**tiny_config, "trials": 2}))

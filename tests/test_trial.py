@@ -8,10 +8,10 @@ import time
 import pandas as pd
 import pytest
 
-from fwbench.config import validate
-from fwbench.plan import Plan
-from fwbench.results import load_trial
-from fwbench.trial import TIMELINE_PREFIX, run_trial
+from fwbench.measure.results import load_trial
+from fwbench.measure.trial import TIMELINE_PREFIX, run_trial
+from fwbench.plan.config import validate
+from fwbench.plan.sweep import Plan
 
 FRAMEWORKS = ["pytorch", "tensorflow"]
 

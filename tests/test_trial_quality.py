@@ -1,5 +1,5 @@
 """Trials that cannot support a verdict, and pairs that did not run back to back, on hand-built
-tables shaped like fwbench.results.collect_tables (tests/test_stats.py's make_tables)."""
+tables shaped like fwbench.analysis.tables.collect_tables (tests/test_stats.py's make_tables)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from fwbench import stats as st
-from fwbench.trial_quality import adjacency_summary
+from fwbench.analysis import stats as st
+from fwbench.analysis.trial_quality import adjacency_summary
 from tests.test_stats import make_tables, shifted
 
 QUIET = dict(phases=("infer",), batches=(1,), trials=8)
@@ -138,7 +138,7 @@ def test_runs_that_did_not_record_adjacency_pair_every_trial_and_say_so():
 # --- what the report says ------------------------------------------------------------------------
 
 def _page(folder, trials_change=None) -> str:
-    from fwbench import report
+    from fwbench.report import render as report
     from tests.test_report import html_only, write_run
 
     inputs = write_run(folder)

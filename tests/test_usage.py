@@ -1,6 +1,6 @@
 """What a framework costs its user: peak memory per cell and PyTorch against TensorFlow
-(fwbench.memory), latency percentiles (fwbench.latency), and their place in the report with the
-speed-up heatmap (fwbench.usage_figures, fwbench.usage_report), on hand-built tables."""
+(fwbench.analysis.memory), latency percentiles (fwbench.analysis.latency), and their place in the report with the
+speed-up heatmap (fwbench.report.usage_figures, fwbench.report.usage), on hand-built tables."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fwbench import report
-from fwbench.latency import latency_summaries, percentiles_with_intervals
-from fwbench.memory import memory_comparisons, memory_summaries
-from fwbench.stats import median_ci
+from fwbench.analysis.latency import latency_summaries, percentiles_with_intervals
+from fwbench.analysis.memory import memory_comparisons, memory_summaries
+from fwbench.analysis.stats import median_ci
+from fwbench.report import render as report
 from tests.test_report import LEAKS, html_only, section, visible, write_run
 from tests.test_stats import make_tables, shifted
 
@@ -162,7 +162,7 @@ def test_without_memory_or_latency_tables_the_report_says_why(tmp_path):
 def test_the_heatmap_colours_pytorchs_speed_up_on_a_log_scale(tmp_path):
     from matplotlib.figure import Figure as MplFigure
 
-    from fwbench.usage_figures import _draw_heatmap
+    from fwbench.report.usage_figures import _draw_heatmap
 
     pairs = pd.DataFrame({"pair_id": ["a", "b", "c"], "model": ["m1", "m1", "m2"],
                           "batch_size": [1, 8, 1], "ratio": [0.5, 2.0, None],

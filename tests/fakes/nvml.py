@@ -43,7 +43,7 @@ class FakeGpu:
     pstate: int = 0
     gpm_values: tuple[float, float] = (88.5, 41.25)
     energy_update_s: float = 0.0       # the energy counter's update period (0: every read)
-    power_limit_mw: int = 700_000       # machine state (fwbench.telemetry.machine)
+    power_limit_mw: int = 700_000       # machine state (fwbench.measure.telemetry.machine)
     power_limit_default_mw: int = 700_000
     persistence: bool = True
     applications_clocks_mhz: tuple[int, int] = (1980, 2619)

@@ -8,17 +8,17 @@ import inspect
 
 import pytest
 
-from fwbench.config import validate
-from fwbench.frameworks.base import Backend
-from fwbench.plan import Plan
-from fwbench.results import load_trial
-from fwbench.trial import run_trial
+from fwbench.measure.frameworks.base import Backend
+from fwbench.measure.results import load_trial
+from fwbench.measure.trial import run_trial
+from fwbench.plan.config import validate
+from fwbench.plan.sweep import Plan
 
 FRAMEWORKS = ["pytorch", "tensorflow"]
 
 
 def test_backends_are_mirror_images():
-    from fwbench.frameworks import get_backend
+    from fwbench.measure.frameworks import get_backend
 
     pytorch, tensorflow = (get_backend(name) for name in FRAMEWORKS)
     interface = [n for n, _ in inspect.getmembers(Backend, inspect.isfunction)
@@ -92,8 +92,8 @@ def test_tensorflow_syncs_only_a_device_that_runs_ahead(monkeypatch):
     call's own time to every step (PyTorch's CPU synchronize is free), so it is skipped there."""
     import tensorflow as tf
 
-    from fwbench.cells import Cell
-    from fwbench.frameworks import get_backend
+    from fwbench.measure.frameworks import get_backend
+    from fwbench.plan.cells import Cell
 
     calls = []
     monkeypatch.setattr(tf.test.experimental, "sync_devices", lambda: calls.append(1))

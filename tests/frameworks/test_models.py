@@ -4,7 +4,7 @@ For every model: equal trainable parameter counts at the canonical configuration
 after copying PyTorch's weights into Keras; equal training over three SGD-momentum steps and
 three Adam steps with BatchNorm in training mode; FLOPs equal to PyTorch's own counter.
 
-Equivalence runs at each model's reduced test shape and width (fwbench.models: test_shape,
+Equivalence runs at each model's reduced test shape and width (fwbench.plan.models: test_shape,
 test_arch; the same layers), dropout off (the frameworks cannot draw the same masks).
 
 Training is checked twice. In float64 the two frameworks must agree to 1e-6 (SGD) or 1e-3 (Adam
@@ -39,10 +39,10 @@ pytest.importorskip("torchvision")
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-from fwbench import models as zoo  # noqa: E402
-from fwbench.frameworks import transfer  # noqa: E402
-from fwbench.frameworks.pytorch import models as pm  # noqa: E402
-from fwbench.frameworks.tensorflow import models as km  # noqa: E402
+from fwbench.measure.frameworks import transfer  # noqa: E402
+from fwbench.measure.frameworks.pytorch import models as pm  # noqa: E402
+from fwbench.measure.frameworks.tensorflow import models as km  # noqa: E402
+from fwbench.plan import models as zoo  # noqa: E402
 
 SEED = 0
 BATCH = 4
@@ -384,8 +384,8 @@ def test_flops_equal_pytorchs_own_counter(name):
 @pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
 @pytest.mark.parametrize("name", ["deepspeech2", "bert_base", "lstm_lm"])
 def test_backends_train_and_infer_speech_and_language_models(monkeypatch, framework, name):
-    from fwbench.cells import Cell
-    from fwbench.frameworks import get_backend
+    from fwbench.measure.frameworks import get_backend
+    from fwbench.plan.cells import Cell
 
     spec = zoo.MODELS[name]
     monkeypatch.setitem(zoo.MODELS, name, replace(spec, arch=zoo.arch(name, **spec.test_arch)))
@@ -420,8 +420,8 @@ def test_a_pytorch_lenet5_inference_trial_imports_neither_torchvision_nor_dynamo
     optimizer. A fresh process: this one has both loaded."""
     code = (
         "import sys\n"
-        "from fwbench.cells import Cell\n"
-        "from fwbench.frameworks import get_backend\n"
+        "from fwbench.plan.cells import Cell\n"
+        "from fwbench.measure.frameworks import get_backend\n"
         "cell = Cell(experiment='throughput', device='cpu', framework='pytorch', model='lenet5', "
         "phase='infer', batch_size=2, input_shape=(1, 28, 28), precision='fp32', "
         "mode='idiomatic', profile='matched', num_classes=10)\n"

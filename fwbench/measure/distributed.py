@@ -1,0 +1,414 @@
+"""Beyond one device: data-parallel training over N devices or processes, child side.
+
+Framework-neutral: no framework is imported here at import time. A distributed cell names a
+strategy pair (as a cell names a mode pair) and a world size, the number of devices or processes:
+
+    pair             pytorch                           tensorflow
+    single_process   DataParallel (dp)                 MirroredStrategy (mirrored)
+    multi_process    DistributedDataParallel (ddp)     MultiWorkerMirroredStrategy (multiworker)
+
+The cell's batch size is per device: every strategy steps over a global batch of
+batch_size × world_size samples (weak scaling), each device or rank on its own shard, which is what
+patel2023's DDP listing does (a DistributedSampler under a per-process batch size).
+
+Child side, inside the supervised trial process::
+
+    run_distributed(settings) -> payload
+     ├── single_process: one Replica in this process over world_size devices
+     └── multi_process:  world_size rank processes (python -m fwbench.measure.distributed), torchrun-style
+                         environment for PyTorch (MASTER_ADDR/PORT, RANK, LOCAL_RANK, WORLD_SIZE;
+                         gloo on the CPU, NCCL on CUDA), TF_CONFIG on localhost ports for
+                         TensorFlow; each rank runs measure_ranks, rank 0 reports every rank's times
+
+The strategies themselves are named in fwbench.plan.strategies; scaling efficiency and strategy
+comparisons over the trials table are fwbench.analysis.scaling. docs/distributed.md describes the
+method and the cluster profile.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from fwbench.errors import BackendError, Unsupported
+from fwbench.plan.strategies import (
+    MULTI_PROCESS,
+    resolve_strategy,
+    strategy_pair,
+    unsupported_reason,
+)
+
+# After one rank fails, the others get this long to finish before they are killed (they may be
+# waiting in a collective for the rank that is gone).
+RANK_GRACE_S = 10.0
+POLL_S = 0.1
+_PR_SET_PDEATHSIG = 1
+
+
+def shard_indices(global_batch: int, world_size: int, rank: int) -> list[int]:
+    """The samples of ``rank``: what torch's DistributedSampler(shuffle=False) yields, for a global
+    batch that world_size divides (rank, rank + world_size, …)."""
+    return list(range(rank, global_batch, world_size))
+
+
+# --- child side: the synchronized timing loop -------------------------------------------------
+
+@dataclass
+class RankMeasurement:
+    """Every rank's own time of every timed region, in rank order, in nanoseconds.
+
+    Each rank times from a barrier shared by all ranks to its own device being idle after the
+    step; a step is over when its slowest rank is, so ``max_over_ranks`` is the step's time.
+    """
+
+    cold_start_ns: list[int]
+    warmup_ns: list[list[int]]
+    iteration_ns: list[list[int]]
+    warmup_steady: bool
+    stop_reason: str
+    block_size: int = 0
+    block_ns: list[list[int]] = field(default_factory=list)
+    markers_ns: dict[str, int] = field(default_factory=dict)
+
+
+def measure_ranks(
+    step: Callable[[], object],
+    synchronize: Callable[[], None],
+    barrier: Callable[[], None],
+    gather: Callable[[int], list[int]],
+    *,
+    iterations: int,
+    warmup_min: int,
+    warmup_max: int,
+    blocks: int = 0,
+    block_size: int = 0,
+    adaptive=None,
+    on_marker: Callable[[str], None] | None = None,
+    clock: Callable[[], int] = time.perf_counter_ns,
+) -> RankMeasurement:
+    """fwbench.measure.harness.measure for several ranks: the same phases and rules, with every decision
+    (warm-up steady, adaptive stop) taken on the maximum over ranks, so all ranks step equally
+    often and no collective is left waiting. ``gather(value)`` returns every rank's value.
+    """
+    from fwbench.measure.harness import is_steady, median_halfwidth
+
+    markers: dict[str, int] = {}
+
+    def mark(name: str) -> None:
+        synchronize()
+        barrier()
+        markers[name] = clock()
+        if on_marker:
+            on_marker(name)
+
+    def timed(steps: int = 1) -> list[int]:
+        synchronize()
+        barrier()
+        start = clock()
+        for _ in range(steps):
+            step()
+        synchronize()
+        return gather(clock() - start)
+
+    def slowest(times: list[list[int]]) -> list[int]:
+        return [max(t) for t in times]
+
+    mark("cold_start")
+    cold = timed()
+    mark("warmup")
+    warmup: list[list[int]] = []
+    while len(warmup) < warmup_max and not (
+            len(warmup) >= warmup_min and is_steady(slowest(warmup))):
+        warmup.append(timed())
+    mark("measure")
+    times = [timed() for _ in range(iterations)]
+    reason = "fixed iteration count"
+    if adaptive:
+        while True:
+            if median_halfwidth(slowest(times)) <= adaptive.target:
+                reason = f"median interval within ±{adaptive.target:.1%}"
+                break
+            if len(times) >= adaptive.max_iterations:
+                reason = f"max_iterations={adaptive.max_iterations} reached"
+                break
+            times.append(timed())
+    mark("blocks")
+    block_times = [timed(block_size) for _ in range(blocks)]
+    mark("end")
+    return RankMeasurement(cold, warmup, times, is_steady(slowest(warmup)), reason, block_size,
+                           block_times, markers)
+
+
+# --- child side: one rank ----------------------------------------------------------------------
+
+def _replica(settings: dict, strategy: str, world_size: int, rank: int):
+    from fwbench.measure.trial import thread_environment
+    from fwbench.plan.cells import Cell
+
+    os.environ.update(thread_environment(settings["threads"]))  # before the framework's import
+    cell = Cell.from_dict(settings["cell"])
+    module = importlib.import_module(f"fwbench.measure.frameworks.{cell.framework}.distributed")
+    return module.Replica(cell, strategy, world_size=world_size, rank=rank,
+                          threads=settings["threads"], seed=settings["seed"])
+
+
+def run_rank(settings: dict, rank: int, *, probe: bool = False) -> dict:
+    """Measure one rank of the distributed trial in ``settings``; with ``probe``, first take one
+    step that records the synchronized gradient (the Replica classes' ``probe``, for tests)."""
+    from fwbench.measure.harness import Adaptive
+
+    cell = settings["cell"]
+    strategy = resolve_strategy(cell["strategy"], cell["framework"])
+    world_size = int(cell["world_size"])
+    replica = _replica(settings, strategy, world_size, rank)
+    in_force = replica.configure()
+    replica.load()
+    probed = _listify(replica.probe()) if probe else None
+    energy: dict[str, dict] = {}
+    uuids = settings.get("gpu_uuids") or []
+    on_marker = None
+    if rank == 0 and uuids:
+        from fwbench.measure import telemetry
+
+        def on_marker(marker: str) -> None:
+            energy[marker] = telemetry.read_energy_mj(uuids)
+
+    adaptive = settings.get("adaptive")
+    m = measure_ranks(replica.step(), replica.synchronize, replica.barrier, replica.gather,
+                      iterations=settings["iterations"], warmup_min=settings["warmup_min"],
+                      warmup_max=settings["warmup_max"], blocks=settings.get("blocks", 0),
+                      block_size=settings.get("block_size", 0),
+                      adaptive=Adaptive(**adaptive) if adaptive else None, on_marker=on_marker)
+    replica.barrier()  # no rank leaves while another still waits on a collective
+    record = {
+        "rank": rank,
+        "measurement": asdict(m),
+        "energy_mj": energy or None,
+        "settings_in_force": in_force,
+        "versions": replica.versions(),
+        "peak_memory": replica.peak_memory(),
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "probe": probed,
+    }
+    replica.close()
+    return record
+
+
+def _listify(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {k: _listify(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_listify(v) for v in value]
+    return value
+
+
+# --- child side: the driver --------------------------------------------------------------------
+
+def run_distributed(settings: dict, *, probe: bool = False) -> dict:
+    """Measure the distributed trial in ``settings``; returns the trial payload.
+
+    ``settings`` are a trial's settings (fwbench.plan.sweep) whose cell dict carries ``strategy`` (a pair
+    name or the framework's own) and ``world_size``. Single-process strategies run here; multi-
+    process ones start ``world_size`` rank processes and wait for all of them. ``iteration_ns``
+    (and cold start, warm-up, blocks) is, per step, the maximum over ranks; ``per_rank_ns`` keeps
+    every rank's own times. Raises Unsupported with the reason when the strategy cannot run here.
+    ``probe`` (for tests) takes one step recording the synchronized gradient before measuring, and
+    adds every rank's record of it as ``probe``.
+
+    Usage (what fwbench.measure.trial.measure_trial calls for experiment ``distributed``)::
+
+        payload = run_distributed(settings)
+        payload["iteration_ns"], payload["per_rank_ns"], payload["world_size"]
+    """
+    from fwbench.plan.models import check_input
+
+    cell = settings["cell"]
+    strategy = resolve_strategy(cell["strategy"], cell["framework"])
+    world_size = int(cell["world_size"])
+    reason = unsupported_reason(cell) or check_input(cell["model"], tuple(cell["input_shape"]))
+    if reason:
+        raise Unsupported(reason)
+    if strategy in MULTI_PROCESS:
+        records = _launch(settings, cell["framework"], cell["device"], world_size, probe)
+        launcher = ("torchrun-style environment, one process per device" if cell["framework"] ==
+                    "pytorch" else "TF_CONFIG cluster on localhost, one worker per device")
+    else:
+        records = [run_rank(settings, 0, probe=probe)]
+        launcher = "one process driving every device"
+    payload = _payload(records, settings, strategy, world_size, launcher)
+    if probe:
+        payload["probe"] = [r["probe"] for r in records]
+    return payload
+
+
+def _payload(records: list[dict], settings: dict, strategy: str, world_size: int,
+             launcher: str) -> dict:
+    lead = records[0]
+    m = lead["measurement"]
+
+    def slowest(times):
+        return [max(t) for t in times]
+
+    per_device_batch = settings["cell"]["batch_size"]
+    peaks = [r["peak_memory"].get("device_peak_bytes") for r in records]
+    known = [p for p in peaks if p is not None]
+    return {
+        "cold_start_ns": max(m["cold_start_ns"]),
+        "warmup_ns": slowest(m["warmup_ns"]),
+        "warmup_steady": m["warmup_steady"],
+        "iteration_ns": slowest(m["iteration_ns"]),
+        "stop_reason": m["stop_reason"],
+        "block_size": m["block_size"],
+        "block_ns": slowest(m["block_ns"]),
+        "markers_ns": m["markers_ns"],
+        "energy_mj": lead["energy_mj"],
+        "settings_in_force": {**lead["settings_in_force"], "launcher": launcher,
+                              "per_device_batch_size": per_device_batch,
+                              "global_batch_size": per_device_batch * world_size,
+                              "iteration_statistic": "max over ranks"},
+        "versions": lead["versions"],
+        "peak_memory": {"device_peak_bytes": max(known) if known else None,
+                        "per_rank_bytes": peaks, "source": lead["peak_memory"].get("source")},
+        "peak_rss_bytes": max(r["peak_rss_bytes"] for r in records),
+        # Distributed fields: the strategy actually run and every rank's own times.
+        "strategy": strategy,
+        "strategy_pair": strategy_pair(strategy),
+        "world_size": world_size,
+        "global_batch_size": per_device_batch * world_size,
+        "iteration_statistic": "max over ranks",
+        "per_rank_ns": [list(t) for t in zip(*m["iteration_ns"])],
+        "per_rank_cold_start_ns": m["cold_start_ns"],
+        "per_rank_block_ns": [list(t) for t in zip(*m["block_ns"])] if m["block_ns"] else [],
+        "per_rank_peak_rss_bytes": [r["peak_rss_bytes"] for r in records],
+    }
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rank_environment(framework: str, device: str, rank: int, world_size: int,
+                     ports: list[int]) -> dict[str, str]:
+    """The variables a rank process starts with: torchrun's for PyTorch, TF_CONFIG for TensorFlow.
+
+    A TensorFlow worker sees only its own GPU (each worker of MultiWorkerMirroredStrategy uses
+    every GPU it sees); a PyTorch rank picks cuda:LOCAL_RANK, as under torchrun.
+    """
+    if framework == "pytorch":
+        return {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(ports[0]), "RANK": str(rank),
+                "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size),
+                "LOCAL_WORLD_SIZE": str(world_size)}
+    env = {"TF_CONFIG": json.dumps({
+        "cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+        "task": {"type": "worker", "index": rank}})}
+    if device == "cuda":
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        gpus = visible.split(",") if visible else [str(i) for i in range(world_size)]
+        env["CUDA_VISIBLE_DEVICES"] = gpus[rank] if rank < len(gpus) else "-1"
+    return env
+
+
+def _launch(settings: dict, framework: str, device: str, world_size: int,
+            probe: bool) -> list[dict]:
+    ports = [_free_port() for _ in range(world_size if framework == "tensorflow" else 1)]
+    with tempfile.TemporaryDirectory(prefix="fwbench-ranks-") as tmp:
+        settings_path = Path(tmp, "settings.json")
+        settings_path.write_text(json.dumps(settings))
+        outs = [Path(tmp, f"rank-{rank}.json") for rank in range(world_size)]
+        procs = []
+        try:
+            for rank, out in enumerate(outs):
+                env = {**os.environ, **rank_environment(framework, device, rank, world_size, ports)}
+                cmd = [sys.executable, "-m", "fwbench.measure.distributed", str(settings_path), str(rank),
+                       str(out), *(["--probe"] if probe else [])]
+                procs.append(subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent))
+            _wait_ranks(procs, outs)
+        finally:
+            for proc in procs:
+                _kill(proc)
+        records = [_read_rank(out, rank, proc.returncode)
+                   for rank, (out, proc) in enumerate(zip(outs, procs))]
+    failed = [r for r in records if r["status"] != "ok"]
+    if failed:
+        first = min(failed, key=lambda r: (r["status"] == "killed", r["rank"]))
+        message = f"rank {first['rank']} of {world_size}: {first['message']}"
+        raise (Unsupported(first["message"]) if first["status"] == "unsupported"
+               else BackendError(message))
+    return records
+
+
+def _die_with_parent() -> None:
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _wait_ranks(procs: list[subprocess.Popen], outs: list[Path]) -> None:
+    """Wait for every rank; once one has failed, give the rest RANK_GRACE_S, then kill them."""
+    deadline = math.inf
+    while any(p.poll() is None for p in procs):
+        failed = any(p.returncode not in (None, 0) for p in procs)
+        if failed and deadline == math.inf:
+            deadline = time.monotonic() + RANK_GRACE_S
+        if time.monotonic() > deadline:
+            return
+        time.sleep(POLL_S)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def _read_rank(out: Path, rank: int, returncode: int | None) -> dict:
+    if out.exists():
+        return {"rank": rank, **json.loads(out.read_text())}
+    how = (f"was killed after another rank failed (signal {-returncode})" if returncode
+           and returncode < 0 else f"exited with code {returncode} and wrote no result")
+    return {"rank": rank, "status": "killed" if returncode and returncode < 0 else "crashed",
+            "message": f"rank process {how}; see the trial log for its output"}
+
+
+def _rank_main(settings_path: str, rank: str, out_path: str, *flags: str) -> None:
+    """``python -m fwbench.measure.distributed settings.json RANK out.json [--probe]``"""
+    from fwbench.measure.results import write_json
+    from fwbench.measure.worker import classify
+
+    with open(settings_path) as f:
+        settings = json.load(f)
+    code = 0
+    try:
+        record = {"status": "ok", "message": "",
+                  **run_rank(settings, int(rank), probe="--probe" in flags)}
+    except Exception as exc:  # every failure of a rank is reported by the driver
+        import traceback
+
+        traceback.print_exc()
+        record = {"status": classify(exc), "message": f"{type(exc).__name__}: {exc}"[:2000]}
+        code = 1
+    write_json(record, out_path)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: a TensorFlow worker can hang there on its collective runtime.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    _rank_main(*sys.argv[1:])

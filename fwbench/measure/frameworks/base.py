@@ -1,0 +1,64 @@
+"""The interface both framework backends implement, method for method.
+
+frameworks/pytorch/backend.py and frameworks/tensorflow/backend.py are mirror images: the same
+methods in the same order, so a diff between them shows only framework calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from fwbench.plan.cells import Cell
+
+# fp16 loss scaling starts here in both frameworks (Keras's default; PyTorch's is 2**16).
+LOSS_SCALE_INITIAL = 2.0 ** 15
+
+class Backend:
+    """One framework measuring one cell inside one trial process.
+
+    Usage::
+
+        backend = get_backend(cell.framework)(cell, threads=1, seed=0)
+        in_force = backend.configure()   # threads, precision, layout … actually set
+        backend.load()                   # model, optimizer and data on the device
+        step = backend.step()            # one training step or one inference batch
+        backend.synchronize()
+        backend.peak_memory()
+    """
+
+    NAME: ClassVar[str]
+
+    def __init__(self, cell: Cell, *, threads: int, seed: int):
+        self.cell = cell
+        self.threads = threads
+        self.seed = seed
+
+    @staticmethod
+    def check_available(device: str) -> str | None:
+        """The reason this framework cannot run on ``device`` here, or None."""
+        raise NotImplementedError("Backend must implement check_available")
+
+    def configure(self) -> dict:
+        """Apply the cell's settings profile and return every setting actually in force."""
+        raise NotImplementedError("Backend must implement configure")
+
+    def load(self) -> None:
+        """Build the model, loss, optimizer and the seeded synthetic batch on the device."""
+        raise NotImplementedError("Backend must implement load")
+
+    def step(self) -> Callable[[], object]:
+        """A callable running one iteration of the cell's phase in the cell's mode."""
+        raise NotImplementedError("Backend must implement step")
+
+    def synchronize(self) -> None:
+        """Block until every launched operation on the device has finished."""
+        raise NotImplementedError("Backend must implement synchronize")
+
+    def peak_memory(self) -> dict:
+        """Peak device memory of this trial, from the framework's own allocator."""
+        raise NotImplementedError("Backend must implement peak_memory")
+
+    def versions(self) -> dict:
+        """Framework version, build facts, and the math libraries in use."""
+        raise NotImplementedError("Backend must implement versions")

@@ -1,0 +1,154 @@
+"""PyTorch measuring one cell: settings, model, data on the device, one step, synchronization."""
+
+from __future__ import annotations
+
+import re
+from contextlib import nullcontext
+
+import torch
+
+from fwbench.errors import BackendError
+from fwbench.measure.frameworks import cuda_driver
+from fwbench.measure.frameworks.base import LOSS_SCALE_INITIAL, Backend
+from fwbench.measure.frameworks.pytorch import models
+from fwbench.plan.models import OPTIMIZER, synthetic_batch
+from fwbench.plan.profiles import check_precision, layout_for, matched_factors
+
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class PyTorchBackend(Backend):
+    NAME = "pytorch"
+
+    @staticmethod
+    def check_available(device: str) -> str | None:
+        if device == "cuda" and not torch.cuda.is_available():
+            return "PyTorch sees no CUDA device (torch.cuda.is_available() is False)"
+        return None
+
+    def configure(self) -> dict:
+        c = self.cell
+        torch.set_num_threads(self.threads)
+        torch.set_num_interop_threads(1)
+        torch.manual_seed(self.seed)
+        cuda = c.device == "cuda"
+        check_precision(c.precision, c.device, torch.cuda.is_bf16_supported() if cuda else True)
+        self.amp_dtype = PRECISIONS[c.precision]
+        # Each matched factor takes the same value as in the TensorFlow backend.
+        matched = matched_factors(c.profile)
+        if "tf32" in matched:
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+        if "cudnn_autotune" in matched:
+            torch.backends.cudnn.benchmark = True
+        if "determinism" in matched:
+            torch.backends.cudnn.deterministic = False
+        layout, layout_reason = layout_for(self.NAME, c.device, c.precision,
+                                           force_nhwc="layout" in matched)
+        self.channels_last = layout.startswith("NHWC")
+        return {
+            "threads_intra": torch.get_num_threads(),
+            "threads_inter": torch.get_num_interop_threads(),
+            "precision": c.precision,
+            "loss_scale_initial": LOSS_SCALE_INITIAL if c.precision == "fp16" else None,
+            "mode": c.framework_mode,
+            "compiled": ("the whole step, optimizer included (torch.compile)"
+                         if c.framework_mode == "compile" else None),
+            "layout": layout,
+            "layout_reason": layout_reason,
+            "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+            "tf32_convolution": torch.backends.cudnn.allow_tf32,
+            "cudnn_autotune": torch.backends.cudnn.benchmark,
+            "deterministic": torch.are_deterministic_algorithms_enabled()
+            or torch.backends.cudnn.deterministic,
+            "memory_growth": "on demand (caching allocator)",
+            "device": c.device,
+            "synchronization": cuda_driver.SYNCHRONIZATION if cuda else None,
+        }
+
+    def load(self) -> None:
+        c = self.cell
+        self.device = torch.device(c.device)
+        try:
+            self.model = models.build_model(c.model, c.input_shape, c.num_classes).to(self.device)
+        except RuntimeError as exc:
+            raise BackendError(f"building {c.model} failed: {exc}") from exc
+        self.model.train(c.phase == "train")
+        self.loss_fn = models.loss_fn(c.model)
+        # Only training needs one, and building a torch.optim optimizer imports torch._dynamo
+        # (about a second): inference trials are spared it.
+        self.optimizer = models.optimizer(self.model, OPTIMIZER) if c.phase == "train" else None
+        x, y = synthetic_batch(c.batch_size, c.input_shape, c.num_classes, self.seed, model=c.model)
+        self.x, self.y = models.batch_tensors(c.model, x, y, self.device)
+        if self.channels_last and self.x.dim() == 4:
+            self.model = self.model.to(memory_format=torch.channels_last)
+            self.x = self.x.contiguous(memory_format=torch.channels_last)
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
+
+    def step(self):
+        x, y, loss_fn, opt, model = self.x, self.y, self.loss_fn, self.optimizer, self.model
+        dtype = self.amp_dtype
+        scaler = torch.amp.GradScaler(self.device.type, init_scale=LOSS_SCALE_INITIAL,
+                                      enabled=dtype == torch.float16)
+
+        def autocast():
+            if dtype is None:
+                return nullcontext()
+            return torch.autocast(self.device.type, dtype=dtype)
+
+        def train():
+            opt.zero_grad(set_to_none=True)
+            with autocast():
+                loss = loss_fn(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            return loss
+
+        def infer():
+            with autocast():
+                return model(x)
+
+        fn = train if self.cell.phase == "train" else infer
+        if self.cell.framework_mode == "compile":
+            # The whole step, optimizer included, as XLA compiles TensorFlow's: Dynamo compiles
+            # the forward and the optimizer's update, AOTAutograd the backward.
+            fn = torch.compile(fn)
+        if self.cell.phase == "infer":
+            fn = torch.inference_mode()(fn)
+        if self.cell.mode == "keras":
+            # Keras's train_on_batch and predict_on_batch hand back host arrays: so does this side.
+            return lambda: _to_host(fn())
+        return fn
+
+    def synchronize(self) -> None:
+        # The cell's device, not self.device.type: reading a torch.device attribute around
+        # every CPU step measurably slowed LeNet-5 (about 0.7%, benchmarks/harness_overhead.py).
+        if self.cell.device == "cuda":
+            cuda_driver.context_synchronize()
+
+    def peak_memory(self) -> dict:
+        if self.device.type != "cuda":
+            return {"device_peak_bytes": None, "source": "CPU: see the process's peak RSS"}
+        return {"device_peak_bytes": torch.cuda.max_memory_allocated(self.device),
+                "source": "torch.cuda.max_memory_allocated"}
+
+    def versions(self) -> dict:
+        config = torch.__config__.show()
+        blas = re.search(r"BLAS_INFO=(\w+)", config)
+        return {
+            "framework_version": torch.__version__,
+            "cuda": torch.version.cuda,
+            "cudnn": (torch.backends.cudnn.version() if torch.backends.cudnn.is_available()
+                      else None),
+            "cpu_math": {
+                "blas": blas.group(1) if blas else None,
+                "onednn": torch.backends.mkldnn.is_available(),
+                "instruction_set": torch.backends.cpu.get_cpu_capability(),
+            },
+        }
+
+
+def _to_host(output):
+    return output.detach().cpu().numpy()

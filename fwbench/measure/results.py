@@ -1,0 +1,121 @@
+"""Trial result files: written by the trial, validated when read. Framework-free.
+
+Every file is written atomically (temporary file, then rename) and validated when read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from fwbench import SOURCE_DIR, __version__
+from fwbench.errors import ResultError
+
+# Version history of the trial result file:
+# 1 — first version: cell, status, cold start, warm-up, every iteration, settings, git state.
+JSON_VERSION = 1
+SCHEMA_PATH = SOURCE_DIR / "rules" / "schemas" / "trial.schema.yaml"
+
+
+def write_json(data: dict, path: str | os.PathLike) -> None:
+    """Write ``data`` so that a reader sees the old file or the whole new one, never half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    with open(SCHEMA_PATH) as f:
+        return jsonschema.Draft202012Validator(yaml.safe_load(f))
+
+
+def validate_trial(data: dict, source: str = "trial result") -> dict:
+    version = data.get("schema_version")
+    if version != JSON_VERSION:
+        raise ResultError(f"{source}: unknown schema_version {version!r}; this fwbench reads "
+                          f"version {JSON_VERSION}")
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
+    if error is not None:
+        where = "/".join(map(str, error.absolute_path)) or "<top level>"
+        raise ResultError(f"{source}: invalid at {where}: {error.message}")
+    return data
+
+
+def load_trial(path: str | os.PathLike) -> dict:
+    """Read and validate one trial result."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ResultError(f"cannot read trial result {path}: {exc}") from exc
+    return validate_trial(data, str(path))
+
+
+# Payload fields every experiment reports; anything else an experiment adds goes to "details".
+MEASURED = {"cold_start_ns", "warmup_ns", "warmup_steady", "iteration_ns", "stop_reason",
+            "block_size", "block_ns", "markers_ns", "energy_mj", "settings_in_force", "versions",
+            "peak_rss_bytes", "peak_memory"}
+
+
+def samples_per_iteration(cell: dict, details: dict) -> int:
+    """Samples one timed iteration processes: a batch, an epoch-long run, an epoch, or the
+    global batch of a distributed step."""
+    batch = cell["batch_size"]
+    if cell["experiment"] == "epoch":
+        return batch * details.get("steps", 1)
+    if cell["experiment"] == "convergence" and details.get("epochs"):
+        return batch * details["epochs"][0]["steps"]
+    return details.get("global_batch_size", batch)
+
+
+def make_result(settings: dict, outcome, *, started_at: str, ended_at: str,
+                workflow: dict) -> dict:
+    """The trial result: what was asked (settings), what happened (outcome), and when."""
+    payload = outcome.payload
+    requested = {k: settings[k] for k in (
+        "iterations", "warmup_min", "warmup_max", "blocks", "block_size", "adaptive", "threads",
+        "seed", "timeout_s", "memory_limit_mb")}
+    return {
+        "schema_version": JSON_VERSION,
+        "run": settings["run"],
+        "cell_id": settings["cell_id"],
+        "pair_id": settings["pair_id"],
+        "cell": settings["cell"],
+        "trial": settings["trial"],
+        "group_position": settings["group_position"],
+        "status": outcome.status,
+        "message": outcome.message,
+        "cold_start_ns": payload.get("cold_start_ns"),
+        "warmup_ns": payload.get("warmup_ns", []),
+        "warmup_steady": payload.get("warmup_steady"),
+        "iteration_ns": payload.get("iteration_ns", []),
+        "stop_reason": payload.get("stop_reason"),
+        "block_size": payload.get("block_size", 0),
+        "block_ns": payload.get("block_ns", []),
+        "markers_ns": payload.get("markers_ns", {}),
+        "settings": {"requested": requested, "in_force": payload.get("settings_in_force", {})},
+        "versions": payload.get("versions", {}),
+        "peak_rss_bytes": payload.get("peak_rss_bytes"),
+        "peak_memory": payload.get("peak_memory"),
+        "details": {k: v for k, v in payload.items() if k not in MEASURED},
+        "started_at": started_at,
+        "ended_at": ended_at,
+        "workflow": workflow,
+        "fwbench_version": __version__,
+    }

@@ -1,0 +1,142 @@
+"""Validation of the sweep configuration against rules/schemas/config.schema.yaml.
+
+One error, naming the key and the bad value, before any job starts.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from fwbench import SOURCE_DIR
+from fwbench.errors import ConfigError, ConfigWarning
+
+# The harness's warm-up rule, which warmup.max must leave room for: warm-up is steady when the
+# median of the last STEADY_WINDOW iterations is within STEADY_TOLERANCE of the median of the
+# window before it. The tolerance is half the default equivalence margin (5%): a trial still
+# moving by more than that could tip a verdict. Windows of 3 at 10% called a TensorFlow resnet18
+# step steady at 63 ms whose timed median was 47 ms.
+STEADY_WINDOW = 5
+STEADY_TOLERANCE = 0.025
+
+SCHEMA_PATH = SOURCE_DIR / "rules" / "schemas" / "config.schema.yaml"
+
+
+def load_schema(path: Path = SCHEMA_PATH) -> dict:
+    """The config schema, with the model names taken from the model zoo (one source of truth)."""
+    from fwbench.plan.models import MODELS
+
+    with open(path) as f:
+        schema = yaml.safe_load(f)
+    schema["properties"]["models"]["propertyNames"] = {"enum": sorted(MODELS)}
+    return schema
+
+
+def validate(config: dict, schema: dict | None = None) -> dict:
+    """Return a validated copy of ``config`` with the schema's defaults filled in.
+
+    Raises ConfigError with one message: which key, which value, what is allowed.
+    """
+    schema = schema or load_schema()
+    config = copy.deepcopy(dict(config))
+    errors = sorted(
+        jsonschema.Draft202012Validator(schema).iter_errors(config),
+        key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))),
+    )
+    if errors:
+        raise ConfigError(_describe(errors[0]))
+    _fill_defaults(config, schema)
+    _check_cross_fields(config)
+    return config
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    if error.validator == "anyOf":  # one name or a list: the error of the value's own branch
+        best = jsonschema.exceptions.best_match([error])
+        if best is not error:
+            return _describe(best)
+    key = _key_name(error.absolute_path)
+    if error.validator == "additionalProperties":
+        unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        allowed = ", ".join(sorted(error.schema.get("properties", {})))
+        where = f" in {key}" if key != "<top level>" else ""
+        return f"config: unknown key {unknown[0]!r}{where}; allowed keys: {allowed}."
+    if error.validator == "required":
+        return f"config: {error.message} (in {key})."
+    if error.validator == "propertyNames":
+        return f"config key {key}: unknown name {error.instance!r}; {error.message}."
+    if error.validator == "uniqueItems":
+        return f"config key {key}: values must not repeat, got {error.instance!r}."
+    if error.validator == "minItems" and error.validator_value == 1:
+        return f"config key {key}: must list at least one value, got an empty list."
+    return f"config key {key}: {error.message}."
+
+
+def _key_name(path) -> str:
+    name = ""
+    for part in path:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return repr(name) if name else "<top level>"
+
+
+def _fill_defaults(instance: dict, schema: dict) -> None:
+    """Fill the schema's defaults into ``instance``, recursively through nested objects."""
+    for key, spec in schema.get("properties", {}).items():
+        if key not in instance and "default" in spec:
+            instance[key] = copy.deepcopy(spec["default"])
+        if isinstance(instance.get(key), dict):
+            _fill_defaults(instance[key], spec)
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        for key, value in instance.items():
+            if key not in schema.get("properties", {}) and isinstance(value, dict):
+                _fill_defaults(value, extra)
+
+
+def _check_cross_fields(config: dict) -> None:
+    from fwbench.plan.ablation import validate_ablation
+    config["ablation"] = validate_ablation(config["ablation"])
+    adaptive = config["adaptive"]
+    if adaptive and adaptive["max_iterations"] < config["iterations"]:
+        raise ConfigError(
+            f"config key 'adaptive.max_iterations': {adaptive['max_iterations']} is below "
+            f"'iterations' ({config['iterations']}), the minimum count; raise it or lower "
+            "'iterations'."
+        )
+    if config["warmup"]["min"] > config["warmup"]["max"]:
+        raise ConfigError(
+            f"config key 'warmup': min ({config['warmup']['min']}) must not exceed "
+            f"max ({config['warmup']['max']})."
+        )
+
+    if config["warmup"]["max"] < 2 * STEADY_WINDOW:  # allowed for smoke runs, but said
+        warnings.warn(
+            f"config key 'warmup.max': {config['warmup']['max']} is below {2 * STEADY_WINDOW}, "
+            f"the fewest iterations in which a warm-up can be seen steady (two windows of "
+            f"{STEADY_WINDOW}): every trial will be unsteady and every verdict exploratory.",
+            ConfigWarning, stacklevel=2)
+
+
+def check_threads(config: dict, cores: int, needed: int | None = None) -> None:
+    """Refuse a thread count above the cores the scheduler grants, naming both.
+
+    ``needed`` is the most any trial takes (threads times the processes of a distributed cell).
+    """
+    needed = needed or config["threads"]
+    if needed > cores:
+        raise ConfigError(
+            f"config key 'threads': trials need {needed} threads ({config['threads']} per "
+            f"process) but Snakemake grants {cores} core(s); run with --cores {needed} or more, "
+            f"or lower 'threads'."
+        )
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """Read and validate a YAML config file."""
+    with open(path) as f:
+        return validate(yaml.safe_load(f) or {})

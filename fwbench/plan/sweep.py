@@ -1,0 +1,201 @@
+"""The plan: every cell and trial of a validated config, their paths and their run order.
+
+Paths are computed here and nowhere else. Cell groups come in a seeded random order. Trials of
+the two frameworks for the same cell are interleaved A B B A A B …, with the first framework
+drawn per cell group from the seed, so the order of one group never depends on what else is in
+the sweep (adding a cell reruns nothing). Trial k of both frameworks is a pair: its second
+member waits for its first and outranks every other job (``priority``), so it runs right after.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import random
+from dataclasses import dataclass, field
+
+from fwbench.plan.cells import REAL_DATA, Cell, Trial, name_pattern, one_of
+
+
+@dataclass
+class Plan:
+    """All trials of a run, in their planned order within each cell group."""
+
+    config: dict
+    trials: list[Trial] = field(default_factory=list)
+    # Looked up once in from_config, by position (Snakemake asks for each trial's neighbours
+    # once per job: a scan of all trials per job made planning quadratic).
+    _previous: dict[int, Trial] = field(default_factory=dict, repr=False)
+    _group_position: dict[int, int] = field(default_factory=dict, repr=False)
+    _last: dict[Cell, Trial] = field(default_factory=dict, repr=False)
+    _by_path: dict[str, Trial] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_config(cls, config: dict) -> Plan:
+        plan = cls(config)
+        groups: dict[str, list[Cell]] = {}
+        for cell in dict.fromkeys([*_cells(config), *_ablation_cells(config)]):
+            groups.setdefault(cell.pair_id, []).append(cell)
+        # Cell groups in a seeded random order, so heat does not build up along an axis (the
+        # batch sizes of a power figure); within each group the frameworks alternate.
+        order = sorted(groups)
+        random.Random(config["seed"]).shuffle(order)
+        for pair_id in order:
+            group = [Trial(cell, index, len(plan.trials) + k) for k, (cell, index)
+                     in enumerate(_interleave(groups[pair_id], config["trials"], config["seed"],
+                                              pair_id))]
+            plan.trials.extend(group)
+            for k, trial in enumerate(group):
+                plan._group_position[trial.position] = k
+                if k:
+                    plan._previous[trial.position] = group[k - 1]
+                plan._last[trial.cell] = trial
+        plan._by_path = {t.path(plan.run): t for t in plan.trials}
+        return plan
+
+    @property
+    def run(self) -> str:
+        return self.config["run"]
+
+    def results_dir(self) -> str:
+        return f"results/{self.run}"
+
+    def idle_path(self) -> str:
+        """The idle baseline measured once before the first trial."""
+        return f"results/{self.run}/environment/idle.json"
+
+    def cells(self) -> list[Cell]:
+        return sorted({t.cell for t in self.trials})
+
+    def trial_paths(self, suffix: str = "json") -> list[str]:
+        return [t.path(self.run, suffix) for t in self.trials]
+
+    def trial(self, path: str) -> Trial:
+        try:
+            return self._by_path[path]
+        except KeyError:
+            raise KeyError(f"{path} is not a trial of run {self.run!r}") from None
+
+    def previous(self, trial: Trial) -> Trial | None:
+        """The trial planned just before this one in its cell group, if any."""
+        return self._previous.get(trial.position)
+
+    def group_position(self, trial: Trial) -> int:
+        """0-based place of the trial in its cell group's interleaved order."""
+        return self._group_position[trial.position]
+
+    def partner_before(self, trial: Trial) -> Trial | None:
+        """The first member of the pair (trial k of the other framework, same cell group) when
+        this trial is its second member; None for a first member or a trial without a pair."""
+        previous = self.previous(trial)
+        return previous if previous and previous.index == trial.index else None
+
+    def priority(self, trial: Trial) -> int:
+        """The trial job's Snakemake priority; among ready jobs the highest runs first. A second
+        member outranks every other trial, so it runs right after its partner (trials take the
+        one benchmark slot); the others run in planned order; all outrank a profiled run (0)."""
+        n = len(self.trials)
+        return (2 * n if self.partner_before(trial) else n) - trial.position
+
+    def wildcard_constraints(self) -> dict[str, str]:
+        """Regexes of the path wildcards, from the planned cells' own values and name parts."""
+        cells = self.cells()
+        return {
+            "experiment": one_of(c.experiment for c in cells),
+            "device": one_of(c.device for c in cells),
+            "framework": one_of(c.framework for c in cells),
+            "model": one_of(c.model for c in cells),
+            "cell": name_pattern(cells),
+            "trial": r"\d+",
+        }
+
+    def trial_settings(self, trial: Trial) -> dict:
+        """Everything a worker needs to measure this trial; these are the job's params."""
+        c = self.config
+        return {
+            "run": self.run,
+            "cell": trial.cell.to_dict(),
+            "cell_id": trial.cell.id,
+            "pair_id": trial.cell.pair_id,
+            "trial": trial.index,
+            "group_position": self.group_position(trial),
+            "iterations": c["iterations"],
+            "warmup_min": c["warmup"]["min"],
+            "warmup_max": c["warmup"]["max"],
+            "blocks": c["blocks"]["count"],
+            "block_size": c["blocks"]["size"],
+            "adaptive": c["adaptive"],
+            "threads": c["threads"],
+            "seed": c["seed"],
+            "timeout_s": c["timeout_s"],
+            "memory_limit_mb": c["memory_limit_mb"],
+            "telemetry": c["telemetry"],
+            "data": c["data"],
+        }
+
+    def profile_path(self, cell: Cell) -> str:
+        """Where the profiled run of a cell goes: beside its trials, never read as one."""
+        return f"{cell.directory(self.run)}/profile.json"
+
+    def last_trial(self, cell: Cell) -> Trial:
+        """The cell's last trial in the planned order: its profiled run comes after it."""
+        return self._last[cell]
+
+    def data_path(self) -> str | None:
+        """The record of the verified data set, for the experiments that read one."""
+        if self.config["experiment"] in REAL_DATA:
+            return f"results/{self.run}/environment/data.json"
+        return None
+
+    def threads(self, trial: Trial) -> int:
+        """CPU threads the job takes: per process, times the processes of a distributed cell."""
+        return self.config["threads"] * trial.cell.world_size
+
+
+def _cells(config: dict):
+    distributed = [(None, 1)]
+    if config["experiment"] == "distributed":
+        d = config["distributed"]
+        distributed = list(itertools.product(d["strategies"], d["world_sizes"]))
+    optimizers = [None]
+    if config["experiment"] in REAL_DATA:
+        optimizer = config["data"]["optimizer"]  # one name or a list of them
+        optimizers = [optimizer] if isinstance(optimizer, str) else optimizer
+    for model, spec in config["models"].items():
+        axes = itertools.product(
+            config["devices"], config["frameworks"], config["phases"], config["batch_sizes"],
+            spec["input_shapes"], config["precisions"], config["modes"], config["profiles"],
+            distributed, optimizers,
+        )
+        for device, framework, phase, batch, shape, precision, mode, profile, (strategy, world), \
+                optimizer in axes:
+            yield Cell(
+                experiment=config["experiment"], device=device, framework=framework,
+                model=model, phase=phase, batch_size=batch, input_shape=tuple(shape),
+                precision=precision, mode=mode, profile=profile,
+                num_classes=spec["num_classes"], strategy=strategy, world_size=world,
+                optimizer=optimizer,
+            )
+
+
+def _ablation_cells(config: dict):
+    """The ablation's cells: one per framework for each point, on every device and shape."""
+    if not config["ablation"]:
+        return
+    from fwbench.plan.ablation import EXPERIMENT, ablation_points
+    for device in config["devices"]:
+        for point in ablation_points(config["ablation"], device):
+            yield from _cells({**config, "experiment": EXPERIMENT, "devices": [device],
+                               "profiles": [point.profile], "modes": [point.mode],
+                               "precisions": [point.precision]})
+
+
+def _interleave(cells: list[Cell], trials: int, seed: int, group: str):
+    """Yield (cell, trial index) as A B B A A B …; never more than two of one side in a row."""
+    cells = sorted(cells, key=lambda c: c.framework)
+    digest = hashlib.sha256(f"{seed}/{group}".encode()).digest()
+    if digest[0] % 2:
+        cells.reverse()
+    for k in range(1, trials + 1):
+        for cell in (cells if k % 2 else cells[::-1]):
+            yield cell, k

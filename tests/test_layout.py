@@ -1,0 +1,121 @@
+"""The package follows the data flow: no import cycle among fwbench's modules, and no import
+against the flow (a stage imports only itself, earlier stages and the shared modules)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import fwbench
+
+PACKAGE = Path(fwbench.__file__).parent
+# The stages in the order data flows through them (docs/architecture.md).
+STAGES = ("plan", "environment", "measure", "analysis", "report")
+# Importable from every stage; they import no stage.
+SHARED = {"fwbench", "fwbench.errors", "fwbench.workflow"}
+# The command line: imports every stage, imported by none.
+ENTRY = {"fwbench.cli", "fwbench.__main__"}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolve(name: str) -> str | None:
+    """The fwbench module an imported name lives in (a package's __init__ for a package)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports(module: str) -> set[str]:
+    """Every fwbench module ``module`` imports, at its top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        found |= {m for n in names if n.startswith("fwbench") and (m := _resolve(n))}
+    return found - {module}
+
+
+GRAPH = {m: imports(m) for m in MODULES}
+
+
+def stage(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in STAGES else None
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def against_the_flow(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in graph.items():
+        for target in sorted(targets):
+            if target in ENTRY and module not in ENTRY:
+                bad.append(f"{module} imports the command line {target}")
+            elif module in SHARED and target not in SHARED:
+                bad.append(f"shared module {module} imports {target}")
+            elif module in ENTRY or target in SHARED:
+                continue
+            elif STAGES.index(stage(target)) > STAGES.index(stage(module)):
+                bad.append(f"{module} ({stage(module)}) imports {target} ({stage(target)})")
+    return bad
+
+
+def test_every_module_is_in_a_stage_or_named_shared():
+    assert [m for m in MODULES if stage(m) is None and m not in SHARED | ENTRY] == []
+
+
+def test_no_import_cycle():
+    assert _cycles(GRAPH) == []
+
+
+def test_no_import_against_the_flow():
+    assert against_the_flow(GRAPH) == []
+
+
+def test_the_checks_catch_a_cycle_and_an_import_against_the_flow():
+    graph = {"fwbench.plan.a": {"fwbench.measure.b"}, "fwbench.measure.b": {"fwbench.plan.a"},
+             "fwbench.analysis.c": {"fwbench.report.d"}, "fwbench.report.d": set()}
+    assert _cycles(graph) == [["fwbench.measure.b", "fwbench.plan.a"]]
+    assert against_the_flow(graph) == [
+        "fwbench.plan.a (plan) imports fwbench.measure.b (measure)",
+        "fwbench.analysis.c (analysis) imports fwbench.report.d (report)"]
