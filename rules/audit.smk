@@ -4,6 +4,9 @@
 # been audited; results/<run>/audit/diff-<other>.csv names one.
 
 from fwbench.analysis.versions import audited_runs
+
+
+# Calls fwbench.analysis.versions.versions_table (through its main).
 # The trials table as input, not every env.json: the job that writes a trial's env.json writes
 # its result, so the table is remade whenever one is, and this rule with it; the env.json paths
 # are a parameter (naming every trial file in one aggregate only saves planning).
@@ -26,6 +29,7 @@ rule audit_versions:
         "python -m fwbench.analysis.versions versions --out {output.versions} {params.envs:q} > {log} 2>&1"
 
 
+# Calls fwbench.analysis.versions.diff_versions (through its main).
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule audit_diff:
     input:

@@ -3,6 +3,7 @@
 # a cell run back to back: the second waits for the first and outranks every other job.
 
 
+# Calls fwbench.measure.trial.measure_idle_baseline (through `fwbench idle`, fwbench.cli).
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule measure_idle:
     output:
@@ -30,6 +31,7 @@ rule prepare_data:
         "../scripts/prepare_data.py"
 
 
+# Calls fwbench.measure.trial.run_trial (through `fwbench trial`, fwbench.cli).
 rule run_trial:
     input:
         data=get_data_record(),
@@ -59,6 +61,7 @@ rule run_trial:
         " --idle {params.idle} --job-started=$EPOCHREALTIME 3>&2 > {log} 2>&1"
 
 
+# Calls fwbench.measure.profiling.run_profile (through its main).
 rule profile_cell:
     input:
         last_trial=get_last_trial,
