@@ -5,7 +5,7 @@
 1. Timing against a kernel of known duration: torch.cuda._sleep spins on the device for a
    given number of clock cycles. CUDA events time it first (the device's own clock); then
    fwbench.measure.harness.measure times it with the wait both backends use (the CUDA driver's
-   cuCtxSynchronize on the primary context, fwbench.measure.frameworks.cuda_driver), with
+   cuCtxSynchronize on the primary context, fwbench.measure.cuda_driver), with
    torch.cuda.synchronize, and without synchronizing. Synchronized, the harness must agree with
    the events within 2% (plus 20 µs of launch and clock reads); unsynchronized it sees only the
    launch, which is what the sync is for. The empty-sync cost of each wait is recorded.
@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fwbench from this work tree
 
-from fwbench.measure.frameworks import cuda_driver  # noqa: E402
+from fwbench.measure import cuda_driver  # noqa: E402
 from fwbench.measure.harness import calibrate_sync, measure  # noqa: E402
 from fwbench.measure.trial import run_trial  # noqa: E402
 from fwbench.plan import config as fwconfig  # noqa: E402

@@ -448,7 +448,7 @@ def test_idle_is_measured_with_a_context_held_on_each_gpu():
 
 
 def test_without_a_cuda_driver_idle_says_no_context_was_held():
-    from fwbench.measure.telemetry.cuda_context import hold_cuda_contexts
+    from fwbench.measure.cuda_driver import hold_cuda_contexts
 
     with hold_cuda_contexts([fake_nvml.UUID_A]) as state:  # no such GPU, here or anywhere
         assert state["held"] == []

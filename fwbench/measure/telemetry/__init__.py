@@ -10,9 +10,8 @@ fwbench.measure.telemetry
  │              trial-<k>.telemetry.csv and its sidecar trial-<k>.telemetry.json
  ├── process    the sampler process itself (python -m fwbench.measure.telemetry.process)
  ├── summary    per-phase power, energy, utilization and temperature for the result JSON
- ├── trace      one trial's series as a table for the report (tables/telemetry_trace.parquet)
- ├── idle       idle baseline (per GPU, a CUDA context held) and the thermal guard
- ├── cuda_context  holds a CUDA context through the driver API (ctypes), for the idle baseline
+ ├── idle       idle baseline (per GPU, a CUDA context held: fwbench.measure.cuda_driver)
+ │              and the thermal guard
  └── machine    the machine's state: governor, turbo, SMT; GPU power limit, clocks, ECC, MIG
 """
 

@@ -8,7 +8,7 @@ from contextlib import nullcontext
 import torch
 
 from fwbench.errors import BackendError
-from fwbench.measure.frameworks import cuda_driver
+from fwbench.measure import cuda_driver
 from fwbench.measure.frameworks.base import LOSS_SCALE_INITIAL, Backend
 from fwbench.measure.frameworks.pytorch import models
 from fwbench.plan.models import OPTIMIZER, synthetic_batch
