@@ -5,17 +5,16 @@ Snakemake as a user's run runs it, split into stages by the timeline each trial 
 
 The default config (config.yaml) narrowed to one model, phase and batch size, both frameworks,
 ``--trials`` trials each, runs with ``snakemake --cores 1`` in a temporary folder. Every trial's
-job log ends with its timeline (``fwbench.measure.trial.TIMELINE_PREFIX``): wall-clock stamps taken by
-the job's shell (bash's ``$EPOCHREALTIME``), the trial process, the measuring child and the
+job log ends with its timeline (``fwbench.measure.trial.TIMELINE_PREFIX``): wall-clock stamps taken
+by the job's shell (bash's ``$EPOCHREALTIME``), the trial process, the measuring child and the
 harness's markers. A stage is the time between two stamps, so the stages add up to the trial.
-Snakemake's share is the gap from the previous trial's last stamp to this job's shell: the
-previous trial process's exit, Snakemake's bookkeeping and scheduling, and bash's start (the
-first job, after the idle baseline, has none). Each figure is the median over a framework's
-trials; the totals are medians of per-trial totals. A backend may import libraries while it
-builds the model (PyTorch's resnet18: torchvision); a separate process run with ``-X importtime``
-measures those imports, shown under the model build and as the overhead without them.
-Goal (issue 16): at most 1 s per trial beyond the framework's import and the measurement
-(cold start, warm-up and timed work).
+Snakemake's share is the gap from the previous trial's last stamp to this job's shell: the previous
+trial process's exit, Snakemake's bookkeeping and scheduling, and bash's start (the first job, after
+the idle baseline, has none). Each figure is the median over a framework's trials; the totals are
+medians of per-trial totals. A backend may import libraries while it builds the model (PyTorch's
+resnet18: torchvision); a separate process run with ``-X importtime`` measures those imports, shown
+under the model build and as the overhead without them. Goal (issue 16): at most 1 s per trial
+beyond the framework's import and the measurement (cold start, warm-up and timed work).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Write the image's label file, /opt/fwbench/image.json, at build time (run by the image's Python).
 
-A benchmark job reads it (fwbench.environment.images.check_runtime) to make sure it runs in the image the
-workflow asked for: this framework, this tag, this Python prefix, this framework version, this
-lock. `python -m fwbench.environment.images check` reads it too (make test-containers).
+A benchmark job reads it (fwbench.environment.images.check_runtime) to make sure it runs in the
+image the workflow asked for: this framework, this tag, this Python prefix, this framework version,
+this lock. `python -m fwbench.environment.images check` reads it too (make test-containers).
 Standard library only: it runs inside the image, before anything of fwbench is there.
 """
 

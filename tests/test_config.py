@@ -1,4 +1,5 @@
-"""fwbench/plan/config.py: one clear error naming the key and the bad value, before any job starts."""
+"""fwbench/plan/config.py: one clear error naming the key and the bad value, before any job
+starts."""
 
 import pytest
 import yaml

@@ -159,7 +159,8 @@ def test_summarize_distributed_gives_both_tables_and_empty_ones_without_a_distri
 
 def test_framework_modules_are_mirror_images():
     def names(framework):
-        tree = ast.parse((REPO / f"fwbench/measure/frameworks/{framework}/distributed.py").read_text())
+        path = REPO / f"fwbench/measure/frameworks/{framework}/distributed.py"
+        tree = ast.parse(path.read_text())
         top = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
         (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef)]
         return top, [n.name for n in cls.body if isinstance(n, ast.FunctionDef)]

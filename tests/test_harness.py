@@ -1,5 +1,5 @@
-"""fwbench/measure/harness.py: synchronized timed regions, cold start apart, bounded warm-up, every time
-kept."""
+"""fwbench/measure/harness.py: synchronized timed regions, cold start apart, bounded warm-up, every
+time kept."""
 
 import itertools
 import json

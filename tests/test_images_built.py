@@ -63,11 +63,13 @@ def engine_holds(digest: str) -> bool:
 
 @pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
 def test_each_image_holds_what_its_lock_says(lock, framework):
-    """python -m fwbench.environment.images check, inside the image: label, version, pip check, import."""
+    """python -m fwbench.environment.images check, inside the image: label, version, pip check,
+    import."""
     entry = lock["images"][framework]
     assert engine_holds(entry["digest"])
     proc = podman_run(entry["digest"], "env", f"PYTHONPATH={REPO}", "python", "-m",
-                      "fwbench.environment.images", "check", "--framework", framework, "--lock", BUILT,
+                      "fwbench.environment.images", "check", "--framework", framework,
+                      "--lock", BUILT,
                       mounts=[f"{REPO}:{REPO}:ro", f"{Path(BUILT).parent}:{Path(BUILT).parent}:ro"])
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     found = json.loads(proc.stdout)

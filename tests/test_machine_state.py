@@ -1,5 +1,5 @@
-"""The machine's state in every trial (fwbench.measure.telemetry.machine): CPU governor, turbo and SMT
-from a FAKE sysfs tree in a tmp folder (this VM exposes almost none of it), GPU settings from
+"""The machine's state in every trial (fwbench.measure.telemetry.machine): CPU governor, turbo and
+SMT from a FAKE sysfs tree in a tmp folder (this VM exposes almost none of it), GPU settings from
 the FAKE NVML (tests/fakes/nvml.py)."""
 
 from __future__ import annotations

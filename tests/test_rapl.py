@@ -1,5 +1,5 @@
-"""CPU energy from RAPL (fwbench.measure.telemetry.rapl), on a FAKE powercap tree in a tmp folder: this
-machine (a VM) has no /sys/class/powercap, like most VMs and containers. The tree has the
+"""CPU energy from RAPL (fwbench.measure.telemetry.rapl), on a FAKE powercap tree in a tmp folder:
+this machine (a VM) has no /sys/class/powercap, like most VMs and containers. The tree has the
 kernel's layout and file names; a thread moves its counters during a real sampler run."""
 
 from __future__ import annotations

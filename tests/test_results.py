@@ -1,4 +1,5 @@
-"""fwbench/measure/results.py: atomic writes, validated reads, and tables built without a framework."""
+"""fwbench/measure/results.py: atomic writes, validated reads, and tables built without a
+framework."""
 
 import json
 import subprocess

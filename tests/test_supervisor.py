@@ -1,4 +1,5 @@
-"""fwbench/measure/supervisor.py and worker.py: every way a trial ends becomes a status; the sweep goes on.
+"""fwbench/measure/supervisor.py and worker.py: every way a trial ends becomes a status; the sweep
+goes on.
 
 Each failure is provoked for real: a raised exception, os.abort(), an address-space limit hit by
 a real PyTorch trial, and a real trial that outlives its timeout.

@@ -1,4 +1,5 @@
-"""Tests of fwbench.measure.telemetry: the sampler process, the side files, the summaries, the guard.
+"""Tests of fwbench.measure.telemetry: the sampler process, the side files, the summaries, the
+guard.
 
 The GPU cases use the FAKE NVML in tests/fakes/nvml.py (autospecced from the real pynvml), the
 only fake here; the host side is read for real. The sampler is a real process in every test
@@ -567,7 +568,7 @@ def test_side_files_from_a_real_gpu_summarize(path):
     assert summary["phases"]["measure"]["power_mean_w"] > 0
 
 
-# --- one trial's trace, the table the report draws (fwbench.analysis.telemetry_trace) -------------------
+# --- one trial's trace, the table the report draws (fwbench.analysis.telemetry_trace) ---------
 
 H100 = Path(__file__).parent / "fixtures" / "telemetry" / "h100"
 

@@ -57,9 +57,9 @@ def _with_axes(trials: pd.DataFrame) -> pd.DataFrame:
 
 def memory_summaries(trials: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFrame:
     """stats/memory.csv: per cell and measured peak, the median over ok trials with its
-    distribution-free interval (fwbench.analysis.stats.median_ci), the range and the interquartile range;
-    cells whose trials ran out of memory say so in ``note`` (their values empty when none ended
-    ok). Usage::
+    distribution-free interval (fwbench.analysis.stats.median_ci), the range and the interquartile
+    range; cells whose trials ran out of memory say so in ``note`` (their values empty when none
+    ended ok). Usage::
 
         memory_summaries(tables["trials"]).query("metric == 'peak_rss_bytes'")
     """

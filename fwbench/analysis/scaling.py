@@ -70,10 +70,11 @@ def scaling_efficiency(trials, *, confidence: float = 0.95,
 
     ``efficiency`` is that ratio on the medians of the trials' throughputs; its interval is the
     Hodges-Lehmann shift of log(throughput(N) / N) against log(throughput(1)) with the
-    distribution-free interval of fwbench.analysis.stats.hodges_lehmann, exponentiated (``efficiency_hl``
-    is its point estimate). ``verdict`` judges patel2023's claim of near-linear scaling at
-    ``near_linear``: ``near-linear`` when the whole interval is at or above it, ``sub-linear`` when
-    the whole interval is below it, else ``inconclusive``; ``not measured`` without ok trials.
+    distribution-free interval of fwbench.analysis.stats.hodges_lehmann, exponentiated
+    (``efficiency_hl`` is its point estimate). ``verdict`` judges patel2023's claim of near-linear
+    scaling at ``near_linear``: ``near-linear`` when the whole interval is at or above it,
+    ``sub-linear`` when the whole interval is below it, else ``inconclusive``; ``not measured``
+    without ok trials.
 
     Usage::
 

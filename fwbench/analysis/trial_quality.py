@@ -1,5 +1,6 @@
 """Which trials can support a confirmatory verdict, and which interleaved pairs really ran back
-to back. Framework-free; ``fwbench.analysis.stats`` applies it to every comparison, the report counts it.
+to back. Framework-free; ``fwbench.analysis.stats`` applies it to every comparison, the report
+counts it.
 
 A trial whose warm-up never settled, or whose timed iterations drift, did not measure the steady
 state the verdict is about: it is left out of its comparison (both frameworks, same rule, decided

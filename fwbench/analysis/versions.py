@@ -155,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m fwbench.analysis.versions versions|diff`` — the audit rules' commands."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m fwbench.analysis.versions", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m fwbench.analysis.versions",
+                                     description=main.__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     versions = commands.add_parser("versions", help="versions table of one run's trials")
     versions.add_argument("--out", required=True, help="versions.csv to write")

@@ -18,7 +18,8 @@ def git_state(source: Path = SOURCE_DIR) -> dict:
     """The workflow's commit and whether its tree was dirty; None where git cannot tell.
 
     Inside a container (the images hold no git) this falls back to ``$FWBENCH_GIT_STATE``, the
-    state the workflow read on the host when it started (``fwbench.environment.images.export_source``).
+    state the workflow read on the host when it started
+    (``fwbench.environment.images.export_source``).
     """
     def git(*args):
         return subprocess.run(["git", "-C", str(source), *args], capture_output=True, text=True,

@@ -15,10 +15,11 @@ Child side, inside the supervised trial process::
 
     run_distributed(settings) -> payload
      ├── single_process: one Replica in this process over world_size devices
-     └── multi_process:  world_size rank processes (python -m fwbench.measure.distributed), torchrun-style
-                         environment for PyTorch (MASTER_ADDR/PORT, RANK, LOCAL_RANK, WORLD_SIZE;
-                         gloo on the CPU, NCCL on CUDA), TF_CONFIG on localhost ports for
-                         TensorFlow; each rank runs measure_ranks, rank 0 reports every rank's times
+     └── multi_process:  world_size rank processes (python -m fwbench.measure.distributed),
+                         torchrun-style environment for PyTorch (MASTER_ADDR/PORT, RANK,
+                         LOCAL_RANK, WORLD_SIZE; gloo on the CPU, NCCL on CUDA), TF_CONFIG on
+                         localhost ports for TensorFlow; each rank runs measure_ranks, rank 0
+                         reports every rank's times
 
 The strategies themselves are named in fwbench.plan.strategies; scaling efficiency and strategy
 comparisons over the trials table are fwbench.analysis.scaling. docs/distributed.md describes the
@@ -98,9 +99,9 @@ def measure_ranks(
     on_marker: Callable[[str], None] | None = None,
     clock: Callable[[], int] = time.perf_counter_ns,
 ) -> RankMeasurement:
-    """fwbench.measure.harness.measure for several ranks: the same phases and rules, with every decision
-    (warm-up steady, adaptive stop) taken on the maximum over ranks, so all ranks step equally
-    often and no collective is left waiting. ``gather(value)`` returns every rank's value.
+    """fwbench.measure.harness.measure for several ranks: the same phases and rules, with every
+    decision (warm-up steady, adaptive stop) taken on the maximum over ranks, so all ranks step
+    equally often and no collective is left waiting. ``gather(value)`` returns every rank's value.
     """
     from fwbench.measure.harness import is_steady, median_halfwidth
 
@@ -221,11 +222,11 @@ def _listify(value):
 def run_distributed(settings: dict, *, probe: bool = False) -> dict:
     """Measure the distributed trial in ``settings``; returns the trial payload.
 
-    ``settings`` are a trial's settings (fwbench.plan.sweep) whose cell dict carries ``strategy`` (a pair
-    name or the framework's own) and ``world_size``. Single-process strategies run here; multi-
-    process ones start ``world_size`` rank processes and wait for all of them. ``iteration_ns``
-    (and cold start, warm-up, blocks) is, per step, the maximum over ranks; ``per_rank_ns`` keeps
-    every rank's own times. Raises Unsupported with the reason when the strategy cannot run here.
+    ``settings`` are a trial's settings (fwbench.plan.sweep) whose cell dict carries ``strategy`` (a
+    pair name or the framework's own) and ``world_size``. Single-process strategies run here; multi-
+    process ones start ``world_size`` rank processes and wait for all of them. ``iteration_ns`` (and
+    cold start, warm-up, blocks) is, per step, the maximum over ranks; ``per_rank_ns`` keeps every
+    rank's own times. Raises Unsupported with the reason when the strategy cannot run here.
     ``probe`` (for tests) takes one step recording the synchronized gradient before measuring, and
     adds every rank's record of it as ``probe``.
 
@@ -335,8 +336,8 @@ def _launch(settings: dict, framework: str, device: str, world_size: int,
         try:
             for rank, out in enumerate(outs):
                 env = {**os.environ, **rank_environment(framework, device, rank, world_size, ports)}
-                cmd = [sys.executable, "-m", "fwbench.measure.distributed", str(settings_path), str(rank),
-                       str(out), *(["--probe"] if probe else [])]
+                cmd = [sys.executable, "-m", "fwbench.measure.distributed", str(settings_path),
+                       str(rank), str(out), *(["--probe"] if probe else [])]
                 procs.append(subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent))
             _wait_ranks(procs, outs)
         finally:

@@ -212,7 +212,8 @@ def _weights_from_pytorch_process(cell: Cell, seed: int) -> dict:
     if importlib.util.find_spec("torch") is None:
         raise FwbenchError(
             "initial weights: torch is not installed here, and both frameworks start from "
-            "PyTorch's initialisation: write them with fwbench.measure.experiments.write_initial_weights "
+            "PyTorch's initialisation: write them with "
+            "fwbench.measure.experiments.write_initial_weights "
             "in the PyTorch image and set data.initial_weights")
     with tempfile.TemporaryDirectory(prefix="fwbench-weights-") as tmp:
         path = Path(tmp, "weights.npz")
@@ -357,7 +358,8 @@ def _start(settings: dict, experiment: str) -> _Run:
                 {**backend.versions(), **provenance.framework_runtime(cell.framework)},
                 weights_info, r, settings.get("gpu_uuids") or [],
                 framework.INPUT_PIPELINE if opts["pipeline"] == "framework" else
-                "numpy batches (fwbench.measure.data.Batches) converted in the training loop, no loader")
+                "numpy batches (fwbench.measure.data.Batches) converted in the training loop, "
+                "no loader")
 
 
 def run_epoch(settings: dict) -> dict:

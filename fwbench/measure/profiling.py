@@ -422,12 +422,14 @@ def collect_profiles(paths):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m fwbench.measure.profiling --settings JSON --out profile.json`` (a workflow job)."""
+    """``python -m fwbench.measure.profiling --settings JSON --out profile.json`` (a workflow
+    job)."""
     import argparse
 
     from fwbench.measure.supervisor import Interrupted, stop_on_signals
 
-    parser = argparse.ArgumentParser(prog="python -m fwbench.measure.profiling", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m fwbench.measure.profiling",
+                                     description=main.__doc__)
     parser.add_argument("--settings", required=True, help="the cell's trial settings as JSON")
     parser.add_argument("--out", required=True, help="path of <cell dir>/profile.json")
     parser.add_argument("--steps", type=int, help="profiled steps (default: settings' "

@@ -5,8 +5,9 @@ Two halves, because the trial's parent process never imports a framework:
 - :func:`environment` — parent side, framework-free: image reference and digest (or
   ``container: none``), Python and every installed package with its version, OS and kernel, CPU,
   memory, GPUs and driver through NVML, the environment variables that change behaviour, and the
-  workflow's git commit and dirty flag (fwbench.environment.source). ``fwbench.measure.trial.run_trial`` writes it to
-  ``trial-<k>.env.json``, merged with the child's versions.
+  workflow's git commit and dirty flag (fwbench.environment.source).
+  ``fwbench.measure.trial.run_trial`` writes it to ``trial-<k>.env.json``, merged with the child's
+  versions.
 - :func:`framework_runtime` — child side, after the framework ran: its build information (the
   versions it was *built* against) and the CUDA, cuDNN and BLAS libraries *actually loaded*, read
   from the process's mapped shared objects (``/proc/self/maps``).
@@ -53,11 +54,12 @@ def environment(nvml_spec=None) -> dict:
     """The machine, software and settings of this process, for ``trial-<k>.env.json``.
 
     Framework-free (the parent process never imports torch or tensorflow). ``container`` is
-    ``"none"`` natively, else the image (``fwbench.environment.images.check_runtime``): the reference and
-    the content digest its engine gave it (``engine``: podman, docker, apptainer, or registry),
-    the image file Apptainer ran, and the label written into the image at build time. Inside a
-    container everything else here is read there: its Python, its packages, its OS.
-    ``nvml_spec`` is passed to :func:`fwbench.measure.telemetry.gpu.load_nvml` (tests hand in a fake).
+    ``"none"`` natively, else the image (``fwbench.environment.images.check_runtime``): the
+    reference and the content digest its engine gave it (``engine``: podman, docker, apptainer, or
+    registry), the image file Apptainer ran, and the label written into the image at build time.
+    Inside a container everything else here is read there: its Python, its packages, its OS.
+    ``nvml_spec`` is passed to :func:`fwbench.measure.telemetry.gpu.load_nvml` (tests hand in a
+    fake).
 
     Usage::
 

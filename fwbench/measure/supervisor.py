@@ -63,7 +63,8 @@ def supervise(entry: str, settings: dict, *, timeout_s: float, memory_limit_mb: 
     with tempfile.TemporaryDirectory(prefix="fwbench-") as tmp:
         settings_path, out_path = Path(tmp, "settings.json"), Path(tmp, "outcome.json")
         settings_path.write_text(json.dumps(settings))
-        cmd = [sys.executable, "-m", "fwbench.measure.worker", entry, str(settings_path), str(out_path)]
+        cmd = [sys.executable, "-m", "fwbench.measure.worker", entry, str(settings_path),
+               str(out_path)]
         with subprocess.Popen(
             cmd, env={**os.environ, **(env or {})}, stderr=subprocess.PIPE, text=True,
             start_new_session=True, preexec_fn=lambda: _child_limits(memory_limit_mb),

@@ -8,7 +8,8 @@ from fwbench.errors import FwbenchError
 
 _BACKENDS = {
     "pytorch": ("fwbench.measure.frameworks.pytorch", "PyTorchBackend", "torch torchvision"),
-    "tensorflow": ("fwbench.measure.frameworks.tensorflow", "TensorFlowBackend", "tensorflow keras"),
+    "tensorflow": ("fwbench.measure.frameworks.tensorflow", "TensorFlowBackend",
+                   "tensorflow keras"),
 }
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from fwbench.measure.telemetry.collector import Collector
 from fwbench.measure.cuda_driver import ContextHolder, hold_cuda_contexts
+from fwbench.measure.telemetry.collector import Collector
 from fwbench.measure.telemetry.gpu import NvmlSpec, counter_update_s
 from fwbench.measure.telemetry.rapl import COLUMNS as RAPL_COLUMNS, POWERCAP_ROOT
 

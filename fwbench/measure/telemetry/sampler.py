@@ -1,11 +1,11 @@
 """The sampler process and the context manager that runs it around a trial.
 
-The parent starts ``python -m fwbench.measure.telemetry.process`` (a fresh interpreter: never a fork of
-a process that may have initialised CUDA, and it imports nothing of the parent's ``__main__``),
+The parent starts ``python -m fwbench.measure.telemetry.process`` (a fresh interpreter: never a fork
+of a process that may have initialised CUDA, and it imports nothing of the parent's ``__main__``),
 sends it its settings on stdin, and waits for a ready line on stdout. The sampler lowers its
-priority, samples on a fixed schedule and writes rows to a temporary CSV; on ``stop`` it takes
-one more scheduled sample, reports, and the parent renames the CSV into place and writes the
-sidecar JSON. Protocol: one JSON object per line, commands on stdin, events on stdout.
+priority, samples on a fixed schedule and writes rows to a temporary CSV; on ``stop`` it takes one
+more scheduled sample, reports, and the parent renames the CSV into place and writes the sidecar
+JSON. Protocol: one JSON object per line, commands on stdin, events on stdout.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""PyTorch on real data: the input pipeline (a torch DataLoader over fwbench.measure.data.Batches) and
-the training and evaluation loops of the `epoch` and `convergence` experiments. Mirror image of
+"""PyTorch on real data: the input pipeline (a torch DataLoader over fwbench.measure.data.Batches)
+and the training and evaluation loops of the `epoch` and `convergence` experiments. Mirror image of
 frameworks/tensorflow/data.py: the same names in the same order.
 
 Every decision about the data (order, crop offsets, flips, normalization) is taken in numpy by
@@ -30,7 +30,8 @@ from fwbench.measure.frameworks.base import LOSS_SCALE_INITIAL
 from fwbench.measure.frameworks.pytorch import models
 from fwbench.measure.frameworks.pytorch.backend import PyTorchBackend
 
-# The layout fwbench.measure.data.Batches emits for this framework; channels_last is applied on the device.
+# The layout fwbench.measure.data.Batches emits for this framework; channels_last is applied on the
+# device.
 LAYOUT = "NCHW"
 INPUT_PIPELINE = ("torch.utils.data.DataLoader(batch_size=None, num_workers=0) over "
                   "fwbench.measure.data.Batches; no prefetch; pinned memory on CUDA")
@@ -58,7 +59,8 @@ def export_initial_weights(model: str, input_shape, num_classes: int, seed: int)
     """PyTorch's initialisation of ``model`` from ``seed``, as numpy: every parameter and buffer
     (``arrays``, keyed like the state dict) and the module each belongs to (``modules``: name,
     type, tensor names, the attributes the weight transfer reads). Both frameworks start from
-    this (fwbench.measure.experiments saves it as .npz for the TensorFlow image, which has no torch)."""
+    this (fwbench.measure.experiments saves it as .npz for the TensorFlow image, which has no
+    torch)."""
     torch.manual_seed(seed)
     net = models.build_model(model, input_shape, num_classes)
     arrays, modules = {}, []

@@ -228,7 +228,8 @@ def _ctc(logits, targets):
 
 
 def optimizer(model: nn.Module, recipe: dict) -> torch.optim.Optimizer:
-    """The optimizer of ``recipe`` (fwbench.plan.models.OPTIMIZERS) over the trainable parameters."""
+    """The optimizer of ``recipe`` (fwbench.plan.models.OPTIMIZERS) over the trainable
+    parameters."""
     params = [p for p in model.parameters() if p.requires_grad]
     if recipe["name"] == "sgd":
         return torch.optim.SGD(params, lr=recipe["learning_rate"], momentum=recipe["momentum"])

@@ -3,9 +3,9 @@ training and evaluation loops of the `epoch` and `convergence` experiments. Mirr
 frameworks/pytorch/data.py: the same names in the same order.
 
 Every decision about the data (order, crop offsets, flips) is taken in numpy by
-fwbench.measure.data.Batches; tf.data applies them with tensor ops inside its graph (gather, pad, crop,
-flip, normalize — the idiomatic tf.data way, no Python call per batch), so this pipeline and the
-torch DataLoader deliver bit-identical batches (here NHWC, Keras's layout; tested). No
+fwbench.measure.data.Batches; tf.data applies them with tensor ops inside its graph (gather, pad,
+crop, flip, normalize — the idiomatic tf.data way, no Python call per batch), so this pipeline and
+the torch DataLoader deliver bit-identical batches (here NHWC, Keras's layout; tested). No
 prefetching (prefetch injection and autotuning off), as the DataLoader runs with num_workers=0:
 loading is part of the timed epoch in both.
 
@@ -35,9 +35,9 @@ from fwbench.measure.frameworks.tensorflow import models
 from fwbench.measure.frameworks.tensorflow.backend import TensorFlowBackend, runs_ahead
 
 LAYOUT = "NHWC"
-INPUT_PIPELINE = ("tf.data: from_tensor_slices over fwbench.measure.data.Batches' plan, batches assembled "
-                  "by tensor ops in one sequential map; no prefetch (inject_prefetch and autotune "
-                  "off), deterministic")
+INPUT_PIPELINE = ("tf.data: from_tensor_slices over fwbench.measure.data.Batches' plan, batches "
+                  "assembled by tensor ops in one sequential map; no prefetch (inject_prefetch "
+                  "and autotune off), deterministic")
 
 
 def loader(batches, device: str | None = None) -> tf.data.Dataset:
@@ -105,7 +105,8 @@ def _host_tensor(array: np.ndarray) -> tf.Tensor:
 
 def keras_weights(weights: dict, keras_model) -> list:
     """(Keras variable, value) for every weight of ``keras_model`` from PyTorch's numpy weights,
-    through fwbench/measure/frameworks/transfer.py (which reads torch modules: numpy stand-ins here)."""
+    through fwbench/measure/frameworks/transfer.py (which reads torch modules: numpy stand-ins
+    here)."""
     return transfer.keras_values(_ModuleTree(weights), keras_model)
 
 

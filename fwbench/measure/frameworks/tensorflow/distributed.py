@@ -11,9 +11,9 @@ same order. fwbench.measure.distributed drives it (one Replica per rank) and doe
   collectives are NCCL on CUDA and gRPC ring all-reduce on the CPU.
 
 Each replica takes the shard of the seeded global batch that PyTorch's DistributedSampler gives
-the rank of the same number (fwbench.measure.distributed.shard_indices). The loss of a replica is its
-batch mean divided by the number of replicas, and the optimizer sums the gradients over replicas:
-the gradient of the global mean.
+the rank of the same number (fwbench.measure.distributed.shard_indices). The loss of a replica is
+its batch mean divided by the number of replicas, and the optimizer sums the gradients over
+replicas: the gradient of the global mean.
 """
 
 from __future__ import annotations

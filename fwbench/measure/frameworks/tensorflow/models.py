@@ -2,8 +2,8 @@
 frameworks/pytorch/models.py.
 
 Every layer with weights is named like the PyTorch module it mirrors (``layer1.0.conv1``), which
-is how fwbench/measure/frameworks/transfer.py copies weights across. keras.applications is not used: its
-ResNet, VGG16, MobileNetV2 and EfficientNet differ from torchvision's (fwbench.plan.models'
+is how fwbench/measure/frameworks/transfer.py copies weights across. keras.applications is not used:
+its ResNet, VGG16, MobileNetV2 and EfficientNet differ from torchvision's (fwbench.plan.models'
 LIBRARY_DIFFERENCES). Padding follows PyTorch: 'same' where that is symmetric (stride 1, odd
 kernel), explicit ZeroPadding2D before strided layers. BatchNorm takes PyTorch's epsilon and
 momentum (fwbench.plan.models.BATCH_NORM).
