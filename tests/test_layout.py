@@ -119,3 +119,26 @@ def test_the_checks_catch_a_cycle_and_an_import_against_the_flow():
     assert against_the_flow(graph) == [
         "fwbench.plan.a (plan) imports fwbench.measure.b (measure)",
         "fwbench.analysis.c (analysis) imports fwbench.report.d (report)"]
+
+
+FRAMEWORKS = {"torch", "torchvision", "tensorflow", "keras", "tf_keras"}
+FRAMEWORK_PACKAGE = "fwbench.measure.frameworks."
+
+
+def framework_imports(module: str) -> set[str]:
+    """The frameworks ``module`` imports anywhere in its text (top level or in a function)."""
+    found = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found & FRAMEWORKS
+
+
+def test_only_the_framework_packages_import_a_framework():
+    outside = {m: sorted(framework_imports(m)) for m in MODULES
+               if not m.startswith(FRAMEWORK_PACKAGE) and framework_imports(m)}
+    assert outside == {}
+    inside = [m for m in MODULES if m.startswith(FRAMEWORK_PACKAGE) and framework_imports(m)]
+    assert len(inside) >= 8   # the check sees the imports it forbids elsewhere
