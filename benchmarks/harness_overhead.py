@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fwbench from this work tree
 
-from fwbench.analysis.stats import median_ci  # noqa: E402
+from fwbench.analysis.estimators import median_ci  # noqa: E402
 from fwbench.measure.harness import measure  # noqa: E402
 from fwbench.measure.trial import thread_environment  # noqa: E402
 from fwbench.plan.cells import Cell  # noqa: E402

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fwbench from this work tree
 
-from fwbench.analysis.stats import median_ci  # noqa: E402
+from fwbench.analysis.estimators import median_ci  # noqa: E402
 from fwbench.measure.telemetry import Sampler  # noqa: E402
 
 GOAL = 1.02

@@ -1,4 +1,5 @@
-"""Tests for fwbench/analysis/stats.py.
+"""Tests for the statistics: fwbench/analysis/stats.py and the modules it builds on (estimators,
+trial_stats, comparisons, tests_table, paper_tests).
 
 Hand-written statistics (Cliff's delta, Hodges-Lehmann, Jonckheere-Terpstra, the interpolated
 median interval) are checked against published worked examples; everything taken from scipy or
@@ -19,9 +20,16 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from fwbench.analysis import stats as st
+from fwbench.analysis import (
+    comparisons,
+    estimators as est,
+    paper_tests,
+    stats as st,
+    tests_table,
+    trial_stats,
+)
 
-# --- fixed synthetic tables shaped like fwbench.analysis.tables.collect_tables -------------------------
+# --- fixed synthetic tables shaped like fwbench.analysis.tables.collect_tables -------------------
 
 AXES_FIXED = dict(experiment="throughput", device="cpu", precision="fp32", mode="idiomatic",
                   profile="matched", input_shape="1x28x28")
@@ -89,12 +97,12 @@ def test_cliffs_delta_reproduces_published_examples():
     # "delta estimate: -0.25 (small)" and -0.06666 (negligible).
     treatment = [10, 10, 20, 20, 20, 30, 30, 30, 40, 50]
     control = [10, 20, 30, 40, 40, 50]
-    assert st.cliffs_delta(treatment, control) == pytest.approx(-0.25)
-    assert st.cliffs_magnitude(-0.25) == "small"
+    assert est.cliffs_delta(treatment, control) == pytest.approx(-0.25)
+    assert est.cliffs_magnitude(-0.25) == "small"
     x1 = [10, 20, 20, 20, 30, 30, 30, 40, 50, 100]
-    assert st.cliffs_delta(x1, control) == pytest.approx(-0.06666, abs=1e-5)
-    assert st.cliffs_magnitude(st.cliffs_delta(x1, control)) == "negligible"
-    assert st.cliffs_magnitude(st.cliffs_delta(x1, np.array(control) + 110)) == "large"
+    assert est.cliffs_delta(x1, control) == pytest.approx(-0.06666, abs=1e-5)
+    assert est.cliffs_magnitude(est.cliffs_delta(x1, control)) == "negligible"
+    assert est.cliffs_magnitude(est.cliffs_delta(x1, np.array(control) + 110)) == "large"
 
 
 def test_cliffs_delta_equals_rescaled_mann_whitney_u_from_scipy():
@@ -102,14 +110,14 @@ def test_cliffs_delta_equals_rescaled_mann_whitney_u_from_scipy():
     x = rng.integers(0, 8, 13).astype(float)   # ties on purpose
     y = rng.integers(2, 10, 9).astype(float)
     u = sps.mannwhitneyu(x, y).statistic      # scipy's U of x: #(x > y) + ties/2
-    assert st.cliffs_delta(x, y) == pytest.approx(2 * u / (x.size * y.size) - 1)
-    assert st.cliffs_delta(y, x) == pytest.approx(-st.cliffs_delta(x, y))
+    assert est.cliffs_delta(x, y) == pytest.approx(2 * u / (x.size * y.size) - 1)
+    assert est.cliffs_delta(y, x) == pytest.approx(-est.cliffs_delta(x, y))
 
 
 @pytest.mark.parametrize("delta,label", [(0.0, "negligible"), (0.146, "negligible"),
                                          (-0.2, "small"), (0.4, "medium"), (-0.474, "large")])
 def test_cliffs_magnitude_uses_romano_thresholds(delta, label):
-    assert st.cliffs_magnitude(delta) == label
+    assert est.cliffs_magnitude(delta) == label
 
 
 # --- Hodges-Lehmann ---------------------------------------------------------------------------
@@ -121,7 +129,7 @@ def test_hodges_lehmann_reproduces_hollander_wolfe_chicken_example():
     # conf.int = TRUE) prints the same interval).
     at_term = [0.80, 0.83, 1.89, 1.04, 1.45, 1.38, 1.91, 1.64, 0.73, 1.46]
     weeks_12_26 = [1.15, 0.88, 0.90, 0.74, 1.21]
-    hl = st.hodges_lehmann(weeks_12_26, at_term, confidence=0.95)
+    hl = est.hodges_lehmann(weeks_12_26, at_term, confidence=0.95)
     assert hl.estimate == pytest.approx(-0.305)
     assert (hl.low, hl.high) == pytest.approx((-0.76, 0.15))
     assert hl.level == pytest.approx(0.960, abs=5e-4)
@@ -131,7 +139,7 @@ def test_hodges_lehmann_reproduces_hollander_wolfe_chicken_example():
 @pytest.mark.parametrize("m,n", [(3, 4), (5, 5), (7, 9), (10, 12)])
 def test_mann_whitney_null_distribution_matches_scipy_exact(m, n):
     rng = np.random.default_rng(m * 100 + n)
-    cdf = np.cumsum(st.mann_whitney_pmf(m, n))
+    cdf = np.cumsum(est.mann_whitney_pmf(m, n))
     for _ in range(5):
         x, y = rng.normal(size=m), rng.normal(0.5, size=n)
         res = sps.mannwhitneyu(x, y, alternative="less", method="exact")
@@ -142,7 +150,7 @@ def test_hodges_lehmann_interval_is_inverted_mann_whitney_test():
     # A shift inside the interval is not rejected by scipy's exact test at 1 - level; outside it is.
     rng = np.random.default_rng(11)
     x, y = rng.normal(1, size=8), rng.normal(size=9)
-    hl = st.hodges_lehmann(x, y, confidence=0.95)
+    hl = est.hodges_lehmann(x, y, confidence=0.95)
     alpha = 1 - hl.level
     for shift, rejected in [(hl.low - 1e-9, True), (hl.low + 1e-6, False),
                             (hl.high - 1e-6, False), (hl.high + 1e-9, True)]:
@@ -153,20 +161,21 @@ def test_hodges_lehmann_interval_is_inverted_mann_whitney_test():
 def test_hodges_lehmann_normal_approximation_for_large_samples_is_one_step_conservative():
     rng = np.random.default_rng(12)
     x, y = rng.normal(size=51), rng.normal(size=51)          # m*n above the exact limit
-    approx = st.hodges_lehmann(x, y)
+    approx = est.hodges_lehmann(x, y)
     assert approx.method.startswith("normal approximation")
     d = np.sort(np.subtract.outer(x, y).ravel())
-    cdf = np.cumsum(st.mann_whitney_pmf(51, 51))
+    cdf = np.cumsum(est.mann_whitney_pmf(51, 51))
     k = int(np.flatnonzero(cdf <= 0.025)[-1]) + 1              # the exact choice
     assert (approx.low, approx.high) in {(d[k - 1], d[-k]), (d[k - 2], d[-k + 1])}
 
 
 def test_public_names_exist():
-    assert all(hasattr(st, name) for name in st.__all__)
+    for module in (st, est, trial_stats, comparisons, tests_table, paper_tests):
+        assert all(hasattr(module, name) for name in module.__all__), module.__name__
 
 
 def test_hodges_lehmann_too_few_values_reports_attained_level():
-    hl = st.hodges_lehmann([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])
+    hl = est.hodges_lehmann([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])
     assert not hl.attained
     assert hl.level == pytest.approx(1 - 2 / math.comb(6, 3))     # 0.90
     assert (hl.low, hl.high) == (-5.0, -1.0)
@@ -182,23 +191,23 @@ def test_jonckheere_terpstra_reproduces_bewick_cheek_ball_example():
     cardiothoracic = [7, 1, 2, 6, 11, 8]
     medical = [4, 7, 16, 11, 21]
     neurosurgical = [20, 25, 13, 9, 14, 11]
-    res = st.jonckheere_terpstra([cardiothoracic, medical, neurosurgical], "increasing")
+    res = est.jonckheere_terpstra([cardiothoracic, medical, neurosurgical], "increasing")
     assert res.statistic == 77
     assert round(res.pvalue, 3) == 0.005
     assert res.method == "asymptotic"
-    down = st.jonckheere_terpstra([neurosurgical, medical, cardiothoracic], "decreasing")
+    down = est.jonckheere_terpstra([neurosurgical, medical, cardiothoracic], "decreasing")
     assert down.pvalue == pytest.approx(res.pvalue)
 
 
 def test_jonckheere_terpstra_exact_matches_full_enumeration():
     groups = [[1.2, 3.4], [2.2, 5.1], [4.4, 6.0, 0.3]]
-    observed = st.jonckheere_terpstra(groups, "increasing", method="exact")
+    observed = est.jonckheere_terpstra(groups, "increasing", method="exact")
     values = np.concatenate(groups)
     sizes = [len(g) for g in groups]
     js = []
     for perm in set(itertools.permutations(range(len(values)))):
         parts = np.split(values[list(perm)], np.cumsum(sizes)[:-1])
-        js.append(st._jt_statistic(parts))
+        js.append(est._jt_statistic(parts))
     js = np.array(js)
     assert observed.pvalue == pytest.approx(np.mean(js >= observed.statistic - 1e-9))
 
@@ -206,19 +215,19 @@ def test_jonckheere_terpstra_exact_matches_full_enumeration():
 def test_jonckheere_terpstra_of_two_groups_is_mann_whitney():
     rng = np.random.default_rng(5)
     x, y = rng.normal(size=6), rng.normal(0.8, size=8)
-    res = st.jonckheere_terpstra([x, y], "increasing", method="exact")
+    res = est.jonckheere_terpstra([x, y], "increasing", method="exact")
     assert res.pvalue == pytest.approx(sps.mannwhitneyu(x, y, alternative="less",
                                                         method="exact").pvalue, rel=1e-9)
-    asym = st.jonckheere_terpstra([x, y], "increasing", method="asymptotic")
+    asym = est.jonckheere_terpstra([x, y], "increasing", method="asymptotic")
     assert asym.pvalue == pytest.approx(sps.mannwhitneyu(
         x, y, alternative="less", method="asymptotic", use_continuity=False).pvalue, rel=1e-9)
 
 
 def test_jonckheere_terpstra_rejects_bad_arguments():
     with pytest.raises(ValueError, match="alternative"):
-        st.jonckheere_terpstra([[1], [2]], "up")
+        est.jonckheere_terpstra([[1], [2]], "up")
     with pytest.raises(ValueError, match="no ties"):
-        st.jonckheere_terpstra([[1, 2], [2, 3]], method="exact")
+        est.jonckheere_terpstra([[1, 2], [2, 3]], method="exact")
 
 
 # --- median interval ----------------------------------------------------------------------------
@@ -226,14 +235,14 @@ def test_jonckheere_terpstra_rejects_bad_arguments():
 @pytest.mark.parametrize("n", [6, 9, 20, 31])
 def test_median_ci_without_interpolation_matches_scipy_quantile_test(n):
     x = np.random.default_rng(n).lognormal(size=n)
-    ours = st.median_ci(x, 0.95, interpolate=False)
+    ours = est.median_ci(x, 0.95, interpolate=False)
     ci = sps.quantile_test(x, q=np.median(x), p=0.5).confidence_interval(0.95)
     assert (ours.low, ours.high) == pytest.approx((ci.low, ci.high))
     assert ours.level >= 0.95
 
 
 def test_median_ci_too_few_values_returns_range_with_its_level():
-    ci = st.median_ci([3.0, 1.0, 2.0])
+    ci = est.median_ci([3.0, 1.0, 2.0])
     assert (ci.low, ci.high, ci.estimate) == (1.0, 3.0, 2.0)
     assert ci.level == pytest.approx(0.75)
 
@@ -248,14 +257,14 @@ def test_intervals_cover_the_truth_at_the_nominal_rate():
     coverage = {}
     for n in (7, 10, 20):   # median of trial medians, interpolated order statistics
         x = rng.lognormal(mean=2.0, sigma=0.3, size=(draws, n))
-        ci = st.median_ci(x, 0.95)
+        ci = est.median_ci(x, 0.95)
         coverage[f"median n={n}"] = np.mean((ci.low <= math.exp(2.0)) & (math.exp(2.0) <= ci.high))
     for n in (7, 10):       # ratio of medians: Hodges-Lehmann interval on log trial medians
         a = rng.lognormal(mean=math.log(1.1), sigma=0.1, size=(2000, n))
         b = rng.lognormal(mean=0.0, sigma=0.1, size=(2000, n))
         hits = 0
         for i in range(2000):
-            hl = st.hodges_lehmann(np.log(a[i]), np.log(b[i]))
+            hl = est.hodges_lehmann(np.log(a[i]), np.log(b[i]))
             hits += math.exp(hl.low) <= 1.1 <= math.exp(hl.high)
         coverage[f"ratio {n} vs {n}"] = hits / 2000
     print("coverage of 95% intervals:", {k: round(v, 4) for k, v in coverage.items()})
@@ -266,11 +275,12 @@ def test_intervals_cover_the_truth_at_the_nominal_rate():
 # --- the florencio2019 floor --------------------------------------------------------------------
 
 def test_wilcoxon_floor_is_the_published_p_value():
-    assert st.wilcoxon_floor_p(100) == pytest.approx(3.896559845095909e-18, rel=1e-12)
-    assert st.FLORENCIO_PUBLISHED_FLOOR_P == pytest.approx(st.wilcoxon_floor_p(100), rel=1e-12)
+    assert est.wilcoxon_floor_p(100) == pytest.approx(3.896559845095909e-18, rel=1e-12)
+    assert paper_tests.FLORENCIO_PUBLISHED_FLOOR_P == pytest.approx(est.wilcoxon_floor_p(100),
+                                                                    rel=1e-12)
     same_sign = np.arange(1, 101, dtype=float)
     scipy_p = sps.wilcoxon(same_sign, method="asymptotic", correction=False).pvalue
-    assert scipy_p == pytest.approx(st.wilcoxon_floor_p(100), rel=1e-12)
+    assert scipy_p == pytest.approx(est.wilcoxon_floor_p(100), rel=1e-12)
     exact = sps.wilcoxon(same_sign, method="exact").pvalue
     assert exact == pytest.approx(2.0 ** -99, rel=1e-9)
 
@@ -280,17 +290,17 @@ def test_wilcoxon_floor_is_the_published_p_value():
 def test_holm_and_bh_match_statsmodels_and_keep_nan():
     p = np.array([0.01, np.nan, 0.04, 0.03, 0.2])
     finite = p[np.isfinite(p)]
-    assert st.holm(p)[np.isfinite(p)] == pytest.approx(multipletests(finite, method="holm")[1])
-    assert st.benjamini_hochberg(p)[np.isfinite(p)] == pytest.approx(
+    assert est.holm(p)[np.isfinite(p)] == pytest.approx(multipletests(finite, method="holm")[1])
+    assert est.benjamini_hochberg(p)[np.isfinite(p)] == pytest.approx(
         multipletests(finite, method="fdr_bh")[1])
-    assert np.isnan(st.holm(p)[1])
+    assert np.isnan(est.holm(p)[1])
 
 
 def test_tukey_outliers_counts_values_beyond_the_fences():
     x = np.r_[np.linspace(10, 11, 20), 30.0, -5.0]
     q1, q3 = np.percentile(x, [25, 75])
     expected = np.sum((x < q1 - 1.5 * (q3 - q1)) | (x > q3 + 1.5 * (q3 - q1)))
-    assert st.tukey_outliers(x) == expected == 2
+    assert est.tukey_outliers(x) == expected == 2
 
 
 @pytest.mark.parametrize("low,high,attained,expected", [
@@ -302,13 +312,13 @@ def test_tukey_outliers_counts_values_beyond_the_fences():
     (0.90, 1.20, True, "inconclusive"),
 ])
 def test_verdict(low, high, attained, expected):
-    assert st.verdict(low, high, attained=attained)[0] == expected
+    assert est.verdict(low, high, attained=attained)[0] == expected
 
 
 def test_verdict_is_symmetric_under_swapping_frameworks():
     for low, high in [(1 / 1.05, 1.05), (0.96, 1.04), (1.02, 1.2)]:
-        a = st.verdict(low, high)[0]
-        b = st.verdict(1 / high, 1 / low)[0]
+        a = est.verdict(low, high)[0]
+        b = est.verdict(1 / high, 1 / low)[0]
         swap = {"pytorch_faster": "tensorflow_faster", "tensorflow_faster": "pytorch_faster"}
         assert swap.get(a, a) == b
 
@@ -316,18 +326,18 @@ def test_verdict_is_symmetric_under_swapping_frameworks():
 def test_geometric_mean_ratio_matches_scipy_gmean():
     rng = np.random.default_rng(8)
     pairs = [(rng.lognormal(0.1, 0.05, 9), rng.lognormal(0, 0.05, 9)) for _ in range(5)]
-    gm = st.geometric_mean_ratio(pairs, n_boot=500, seed=1)
+    gm = est.geometric_mean_ratio(pairs, n_boot=500, seed=1)
     ratios = [np.median(a) / np.median(b) for a, b in pairs]
     assert gm.estimate == pytest.approx(sps.gmean(ratios))
     assert gm.low < gm.estimate < gm.high
-    assert gm == st.geometric_mean_ratio(pairs, n_boot=500, seed=1)
+    assert gm == est.geometric_mean_ratio(pairs, n_boot=500, seed=1)
 
 
 def test_hierarchical_bootstrap_is_reproducible_and_brackets_the_mean():
     rng = np.random.default_rng(9)
     samples = [rng.normal(100 + rng.normal(0, 3), 5, 50) for _ in range(8)]
-    a = st.hierarchical_bootstrap_mean_ci(samples, n_boot=800, rng=np.random.default_rng(1))
-    b = st.hierarchical_bootstrap_mean_ci(samples, n_boot=800, rng=np.random.default_rng(1))
+    a = est.hierarchical_bootstrap_mean_ci(samples, n_boot=800, rng=np.random.default_rng(1))
+    b = est.hierarchical_bootstrap_mean_ci(samples, n_boot=800, rng=np.random.default_rng(1))
     assert a == b
     assert a.estimate == pytest.approx(np.mean([s.mean() for s in samples]))
     assert a.low < a.estimate < a.high
@@ -341,9 +351,9 @@ def test_hierarchical_bootstrap_is_reproducible_and_brackets_the_mean():
 def test_summarize_returns_the_three_tables_with_their_columns(slower_pytorch):
     _, _, frames = slower_pytorch
     assert set(frames) == {"cells", "comparisons", "tests"}
-    assert list(frames["cells"].columns) == st.CELL_COLUMNS
-    assert list(frames["comparisons"].columns) == st.COMPARISON_COLUMNS
-    assert list(frames["tests"].columns) == st.TEST_COLUMNS
+    assert list(frames["cells"].columns) == trial_stats.CELL_COLUMNS
+    assert list(frames["comparisons"].columns) == comparisons.COMPARISON_COLUMNS
+    assert list(frames["tests"].columns) == tests_table.TEST_COLUMNS
 
 
 def test_cells_summarize_trial_medians(slower_pytorch):
@@ -365,7 +375,7 @@ def test_cells_summarize_trial_medians(slower_pytorch):
         assert row["throughput_sps"] == pytest.approx(row["batch_size"] / row["median_ns"] * 1e9)
         low, high = row["throughput_ci_low_sps"], row["throughput_ci_high_sps"]
         assert low <= row["throughput_sps"] <= high
-        outliers = sum(st.tukey_outliers(g["time_ns"]) for _, g in its.groupby("trial"))
+        outliers = sum(est.tukey_outliers(g["time_ns"]) for _, g in its.groupby("trial"))
         assert row["outliers"] == outliers
 
 
@@ -461,7 +471,7 @@ def test_identical_samples_give_no_difference():
 def test_comparison_statistics_match_scipy_and_statsmodels(slower_pytorch):
     trials, iterations, frames = slower_pytorch
     comparisons = frames["comparisons"].set_index("pair_id")
-    per_trial = st.trial_statistics(trials, iterations)
+    per_trial = trial_stats.trial_statistics(trials, iterations)
     kept = per_trial[~per_trial["trial_drift"]]   # drifting trials are left out
     medians = {key: g.set_index("trial")["trial_median_ns"]
                for key, g in kept.groupby(["pair_id", "framework"])}
@@ -567,7 +577,7 @@ def test_florencio_saturated_published_test_is_named():
     trials, iterations = make_tables(trials=1, phases=("train",), batches=(1,), time_ns=time_ns)
     tests = st.summarize(trials, iterations, n_boot=100)["tests"]
     row = tests[tests["variant"] == "paired (as published)"].iloc[0]
-    assert row["p"] == pytest.approx(st.FLORENCIO_PUBLISHED_FLOOR_P, rel=1e-9)
+    assert row["p"] == pytest.approx(paper_tests.FLORENCIO_PUBLISHED_FLOOR_P, rel=1e-9)
     assert "saturated" in row["note"]
 
 
@@ -653,7 +663,7 @@ def test_tiny_and_degenerate_inputs_raise_no_warnings():
     empty = st.summarize(trials.iloc[0:0], iterations.iloc[0:0])
     assert empty["cells"].empty and empty["comparisons"].empty
     assert list(empty["tests"]["family"]) == ["florencio2019/floor"]   # a fact of the paper
-    assert list(empty["cells"].columns) == st.CELL_COLUMNS
+    assert list(empty["cells"].columns) == trial_stats.CELL_COLUMNS
 
 
 def test_summarize_rejects_bad_parameters():

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fwbench.analysis.estimators import median_ci
 from fwbench.analysis.latency import latency_summaries, percentiles_with_intervals
 from fwbench.analysis.memory import memory_comparisons, memory_summaries
-from fwbench.analysis.stats import median_ci
 from fwbench.report import render as report
 from tests.test_report import LEAKS, html_only, section, visible, write_run
 from tests.test_stats import make_tables, shifted

@@ -70,8 +70,9 @@ def decompose(trials: pd.DataFrame, ablation: dict, *, confidence: float = 0.95,
     (row ``total``), each factor's contribution (rows ``factor``), and what is left with every
     listed factor matched (row ``residual``), all on log(PyTorch median / TensorFlow median).
 
-    ``trials``: the trials table (``median_ns`` per trial) or ``fwbench.analysis.stats.trial_statistics``
-    output (``trial_median_ns``); only ok trials count, and only cells of the ablation's points.
+    ``trials``: the trials table (``median_ns`` per trial) or the output of
+    ``fwbench.analysis.trial_stats.trial_statistics`` (``trial_median_ns``); only ok trials count,
+    and only cells of the ablation's points.
     ``contribution`` > 0 means matching the factor lowers PyTorch's time relative to
     TensorFlow's, by the factor ``ratio_explained`` = exp(contribution); ``share`` is the
     contribution over the total gap, given only when the gap's interval excludes 0.
@@ -274,12 +275,12 @@ def gap_tests(trials: pd.DataFrame, *, confidence: float = 0.95, rope: float = 0
     measured: its ratio, and how much of the baseline gap it closes, on log time
     (``gap_closed`` = 1 − log r / log r_baseline: 1 closes it, 0 leaves it, < 0 widens it).
 
-    Ratios carry the Hodges-Lehmann interval of ``fwbench.analysis.stats`` (log trial medians);
+    Ratios carry the Hodges-Lehmann interval of ``fwbench.analysis.estimators`` (log trial medians);
     ``gap_closed`` a percentile bootstrap over trials. ``interleaved`` is False when the two arms
     come from different cell pairs (PyTorch torch.compile against TensorFlow tf.function has no
     mode pair of its own), which were measured in the same run but not alternated.
     """
-    from fwbench.analysis.stats import hodges_lehmann
+    from fwbench.analysis.estimators import hodges_lehmann
 
     if trials is None or trials.empty:
         return pd.DataFrame(columns=GAP_COLUMNS)

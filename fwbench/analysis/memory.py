@@ -1,5 +1,6 @@
 """Peak memory: per cell with its spread, and PyTorch against TensorFlow with the statistics of
-time (``fwbench.analysis.stats.compare_samples``). Framework-free; reads the trials table only.
+time (``fwbench.analysis.comparisons.compare_samples``). Framework-free; reads the trials table
+only.
 
 Two peaks are recorded per trial: the process's peak resident set (``peak_rss_bytes``, every
 device; it includes the framework's own libraries, hundreds of MB before any model) and the
@@ -15,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fwbench.analysis.stats import compare_samples, family_level, median_ci
+from fwbench.analysis.comparisons import compare_samples, family_level
+from fwbench.analysis.estimators import median_ci
 from fwbench.analysis.tables import AXES, AXIS_DEFAULTS
 
 # Each peak the trials record, with what it measures.
@@ -57,9 +59,9 @@ def _with_axes(trials: pd.DataFrame) -> pd.DataFrame:
 
 def memory_summaries(trials: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFrame:
     """stats/memory.csv: per cell and measured peak, the median over ok trials with its
-    distribution-free interval (fwbench.analysis.stats.median_ci), the range and the interquartile
-    range; cells whose trials ran out of memory say so in ``note`` (their values empty when none
-    ended ok). Usage::
+    distribution-free interval (fwbench.analysis.estimators.median_ci), the range and the
+    interquartile range; cells whose trials ran out of memory say so in ``note`` (their values
+    empty when none ended ok). Usage::
 
         memory_summaries(tables["trials"]).query("metric == 'peak_rss_bytes'")
     """

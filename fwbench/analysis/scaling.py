@@ -70,7 +70,7 @@ def scaling_efficiency(trials, *, confidence: float = 0.95,
 
     ``efficiency`` is that ratio on the medians of the trials' throughputs; its interval is the
     Hodges-Lehmann shift of log(throughput(N) / N) against log(throughput(1)) with the
-    distribution-free interval of fwbench.analysis.stats.hodges_lehmann, exponentiated
+    distribution-free interval of fwbench.analysis.estimators.hodges_lehmann, exponentiated
     (``efficiency_hl`` is its point estimate). ``verdict`` judges patel2023's claim of near-linear
     scaling at ``near_linear``: ``near-linear`` when the whole interval is at or above it,
     ``sub-linear`` when the whole interval is below it, else ``inconclusive``; ``not measured``
@@ -83,7 +83,7 @@ def scaling_efficiency(trials, *, confidence: float = 0.95,
     import numpy as np
     import pandas as pd
 
-    from fwbench.analysis.stats import hodges_lehmann
+    from fwbench.analysis.estimators import hodges_lehmann
 
     frame = _table(trials)
     rows = []
@@ -134,7 +134,7 @@ def strategy_comparisons(trials, *, confidence: float = 0.95):
     import numpy as np
     import pandas as pd
 
-    from fwbench.analysis.stats import hodges_lehmann
+    from fwbench.analysis.estimators import hodges_lehmann
 
     frame = _table(trials)
     rows = []

@@ -1,5 +1,5 @@
 """Which trials can support a confirmatory verdict, and which interleaved pairs really ran back
-to back. Framework-free; ``fwbench.analysis.stats`` applies it to every comparison, the report
+to back. Framework-free; ``fwbench.analysis.comparisons`` applies it to every comparison, the report
 counts it.
 
 A trial whose warm-up never settled, or whose timed iterations drift, did not measure the steady
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 # Columns the harness may record per trial for drift within its timed iterations; without one,
-# the statistics compute drift from the iterations (fwbench.analysis.stats._drift).
+# the statistics compute drift from the iterations (fwbench.analysis.trial_stats._drift).
 DRIFT_COLUMNS = ("drift_detected", "drift")
 
 

@@ -1,0 +1,481 @@
+"""The estimators and tests the statistics are built from, and the one verdict rule.
+
+Written here because neither scipy nor statsmodels has them: Cliff's delta, the Hodges-Lehmann
+shift with its distribution-free interval, the exact Mann-Whitney law and the test that interval
+inverts, the Jonckheere-Terpstra test, the interpolated order-statistic interval of a median, and
+the bootstraps (trials, then iterations; the geometric mean of ratios). Beside them, thin guards
+around scipy and statsmodels (Wilcoxon signed-rank, Holm, Benjamini-Hochberg) and ``verdict``,
+which every PyTorch-against-TensorFlow ratio in the statistics is decided by. They take arrays and
+return numbers, no tables: the table builders (trial_stats, comparisons, tests_table,
+paper_tests) and the report share them. docs/statistics.md describes every method.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats as sps
+from scipy.special import ndtr, ndtri
+
+__all__ = [
+    "cliffs_delta", "cliffs_magnitude", "hodges_lehmann", "jonckheere_terpstra", "median_ci",
+    "hierarchical_bootstrap_mean_ci", "geometric_mean_ratio", "mann_whitney_pmf",
+    "mann_whitney_test", "signed_rank_test", "wilcoxon_floor_p", "tukey_outliers", "holm",
+    "benjamini_hochberg", "verdict", "quietly", "Interval", "ShiftEstimate", "TrendResult",
+]
+
+# Romano, Kromrey, Coraggio & Skowronek (2006): |delta| < .147 negligible, .33 small, .474 medium.
+CLIFF_THRESHOLDS = ((0.147, "negligible"), (0.33, "small"), (0.474, "medium"), (math.inf, "large"))
+# The exact Mann-Whitney null distribution is used for the Hodges-Lehmann interval up to this m*n.
+EXACT_MW_LIMIT = 2500
+# Trials with more iterations than this resample their mean from a normal law (the CLT is exact
+# enough there) instead of drawing every iteration, to bound memory.
+BOOTSTRAP_INNER_NORMAL_ABOVE = 1000
+
+
+# --- small results -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a confidence interval; ``level`` is the coverage actually attained."""
+
+    estimate: float
+    low: float
+    high: float
+    level: float
+    method: str
+
+
+@dataclass(frozen=True)
+class ShiftEstimate:
+    """Hodges-Lehmann shift of x against y with its distribution-free interval.
+
+    ``level`` is the exact coverage of the interval (at least the nominal one when attainable);
+    ``attained`` is False when the samples are too small to reach the nominal level, in which case
+    the widest interval, from the smallest to the largest difference, is given with its level.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    level: float
+    attained: bool
+    method: str
+
+
+@dataclass(frozen=True)
+class TrendResult:
+    """Jonckheere-Terpstra statistic J, its standardized value z, and the p-value."""
+
+    statistic: float
+    z: float
+    pvalue: float
+    method: str
+    alternative: str
+
+
+def quietly(fn, *args, **kwargs):
+    """Call a scipy/statsmodels function; return (result, notes) with any warning as a note.
+
+    Preconditions are checked before each call so that warnings should not arise; if one does, it
+    is recorded in the row's note instead of leaking (pytest turns warnings into errors).
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn(*args, **kwargs)
+    return result, [str(w.message) for w in caught]
+
+
+# --- hand-written estimators and tests -----------------------------------------------------
+
+def cliffs_delta(x, y) -> float:
+    """Cliff's delta: P(X > Y) - P(X < Y) over all pairs (Cliff 1993), in [-1, 1].
+
+    Positive when x tends to be larger. For run times with x = PyTorch and y = TensorFlow, a
+    positive delta means PyTorch tends to be slower. Usage::
+
+        cliffs_delta([10, 20, 30], [5, 15, 25])   # 0.333...
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.sort(np.asarray(y, dtype=float))
+    if x.size == 0 or y.size == 0:
+        return math.nan
+    below = np.searchsorted(y, x, side="left")          # y < x
+    above = y.size - np.searchsorted(y, x, side="right")  # y > x
+    return float((below.sum() - above.sum()) / (x.size * y.size))
+
+
+def cliffs_magnitude(delta: float) -> str:
+    """Label |delta| with the thresholds of Romano et al. (2006): negligible/small/medium/large."""
+    if not np.isfinite(delta):
+        return ""
+    for bound, label in CLIFF_THRESHOLDS:
+        if abs(delta) < bound:
+            return label
+    return "large"
+
+
+@lru_cache(maxsize=512)
+def _mw_pmf_cached(m: int, n: int) -> tuple[float, ...]:
+    size = m * n + 1
+    c = [0] * size
+    c[0] = 1
+    for i in range(1, m + 1):
+        s = n + i
+        for k in range(size - 1, s - 1, -1):   # multiply by (1 - q^(n+i))
+            c[k] -= c[k - s]
+        for k in range(i, size):               # divide by (1 - q^i)
+            c[k] += c[k - i]
+    total = math.comb(m + n, m)
+    return tuple(v / total for v in c)
+
+
+def mann_whitney_pmf(m: int, n: int) -> np.ndarray:
+    """Exact null distribution P(U = u), u = 0..m*n, of the Mann-Whitney U without ties.
+
+    The counts are the coefficients of the Gaussian binomial [m+n choose m]_q, computed in exact
+    integers as the product over i = 1..m of (1 - q^(n+i)) / (1 - q^i).
+    """
+    m, n = sorted((int(m), int(n)))
+    return np.array(_mw_pmf_cached(m, n))
+
+
+def hodges_lehmann(x, y, confidence: float = 0.95) -> ShiftEstimate:
+    """Hodges-Lehmann shift of x relative to y and its distribution-free confidence interval.
+
+    The estimate is the median of the m*n differences x_i - y_j. The interval (Moses 1953;
+    Bauer 1972; Hollander, Wolfe & Chicken 2014, §4.3) is (D_(k), D_(mn+1-k)) of the sorted
+    differences, k the largest integer with P(U <= k-1) <= (1-confidence)/2 under the exact
+    Mann-Whitney null distribution (normal approximation when m*n > 2500). Ratios: pass logarithms
+    and exponentiate. Usage::
+
+        hl = hodges_lehmann(np.log(pytorch), np.log(tensorflow))
+        ratio_low, ratio_high = np.exp(hl.low), np.exp(hl.high)
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    m, n = x.size, y.size
+    if m == 0 or n == 0:
+        return ShiftEstimate(math.nan, math.nan, math.nan, math.nan, False, "no data")
+    d = np.sort(np.subtract.outer(x, y).ravel())
+    N = d.size
+    estimate = float(np.median(d))
+    alpha = 1.0 - confidence
+    if N <= EXACT_MW_LIMIT:
+        cdf = np.cumsum(mann_whitney_pmf(m, n))
+        ok = np.flatnonzero(cdf <= alpha / 2 + 1e-12)
+        k = int(ok[-1]) + 1 if ok.size else 1
+        level = float(1.0 - 2.0 * cdf[k - 1]) if ok.size else float(1.0 - 2.0 * cdf[0])
+        attained = bool(ok.size)
+        method = "exact Mann-Whitney null distribution"
+    else:
+        # k - 1: the largest u with P(U <= u) <= alpha/2 under the continuity-corrected normal
+        # law, the one mann_whitney_test uses, so the interval and the p-value agree.
+        z = ndtri(1.0 - alpha / 2)
+        k = int(math.floor(N / 2 + 0.5 - z * math.sqrt(m * n * (m + n + 1) / 12.0)))
+        k = max(k, 1)
+        attained = True
+        level = confidence
+        method = "normal approximation to the Mann-Whitney null distribution"
+    k = min(k, (N + 1) // 2)
+    return ShiftEstimate(estimate, float(d[k - 1]), float(d[N - k]), level, attained, method)
+
+
+def mann_whitney_test(x, y) -> tuple[float, float, str]:
+    """(U of x, two-sided p, method): the Mann-Whitney test that ``hodges_lehmann`` inverts.
+
+    U counts pairs with x > y, ties as one half (scipy's convention). The p-value comes from the
+    same null law as the interval: exact (``mann_whitney_pmf``) up to m*n = 2500, whatever the
+    sample sizes (scipy switches to the normal law above 8 per side), else the normal law with
+    a continuity correction. So the 1 - a interval excludes a zero shift exactly when p <= a.
+    Ties are scored as halves; the exact law then ignores them, as scipy's exact method does.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    m, n = x.size, y.size
+    if m == 0 or n == 0:
+        return math.nan, math.nan, "no data"
+    ys = np.sort(y)
+    below = np.searchsorted(ys, x, side="left")
+    equal = np.searchsorted(ys, x, side="right") - below
+    u = float(below.sum() + 0.5 * equal.sum())
+    tail = min(u, m * n - u)
+    if m * n <= EXACT_MW_LIMIT:
+        cdf = np.cumsum(mann_whitney_pmf(m, n))
+        p = 2.0 * float(cdf[int(math.floor(tail + 1e-9))])
+        method = "exact Mann-Whitney null distribution"
+    else:
+        sd = math.sqrt(m * n * (m + n + 1) / 12.0)
+        p = 2.0 * float(ndtr((tail + 0.5 - m * n / 2.0) / sd))
+        method = "normal approximation to the Mann-Whitney null distribution"
+    return u, min(1.0, p), method
+
+
+def _jt_statistic(groups) -> float:
+    total = 0.0
+    for i in range(len(groups)):
+        for j in range(i + 1, len(groups)):
+            gj = np.sort(groups[j])
+            less = gj.size - np.searchsorted(gj, groups[i], side="right")  # x_i < y
+            ties = np.searchsorted(gj, groups[i], side="right") - np.searchsorted(gj, groups[i])
+            total += less.sum() + 0.5 * ties.sum()
+    return float(total)
+
+
+def jonckheere_terpstra(groups, alternative: str = "increasing",
+                        method: str = "auto") -> TrendResult:
+    """Jonckheere-Terpstra test of an ordered trend across groups given in hypothesised order.
+
+    J = sum over i < j of #(x in group i < y in group j) + half the ties (Jonckheere 1954;
+    Terpstra 1952). ``alternative``: "increasing" (values grow along the order), "decreasing" or
+    "two-sided". ``method``: "exact" (no ties: the null law of J is the convolution of the
+    Mann-Whitney laws of each group against all earlier ones), "asymptotic" (normal, with the
+    tie-corrected variance of Hollander, Wolfe & Chicken 2014, §6.2), or "auto" (exact without ties
+    and N <= 60). Usage::
+
+        jonckheere_terpstra([t_b1, t_b8, t_b64], alternative="decreasing").pvalue
+    """
+    if alternative not in ("increasing", "decreasing", "two-sided"):
+        raise ValueError(f"alternative must be 'increasing', 'decreasing' or 'two-sided', "
+                         f"got {alternative!r}")
+    groups = [np.asarray(g, dtype=float) for g in groups]
+    groups = [g for g in groups if g.size]
+    if len(groups) < 2:
+        return TrendResult(math.nan, math.nan, math.nan, "too few groups", alternative)
+    sizes = np.array([g.size for g in groups])
+    N = int(sizes.sum())
+    J = _jt_statistic(groups)
+    mean = (N ** 2 - np.sum(sizes ** 2)) / 4.0
+    pooled = np.concatenate(groups)
+    _, tie_counts = np.unique(pooled, return_counts=True)
+    has_ties = bool(np.any(tie_counts > 1))
+    if method == "auto":
+        method = "exact" if not has_ties and N <= 60 else "asymptotic"
+    if method == "exact":
+        if has_ties:
+            raise ValueError("the exact Jonckheere-Terpstra distribution assumes no ties; "
+                             "use method='asymptotic'")
+        pmf = np.array([1.0])
+        before = int(sizes[0])
+        for size in sizes[1:]:
+            pmf = np.convolve(pmf, mann_whitney_pmf(before, int(size)))
+            before += int(size)
+        j = int(round(J))
+        upper = float(pmf[j:].sum())
+        lower = float(pmf[: j + 1].sum())
+        var = (N ** 2 * (2 * N + 3) - np.sum(sizes ** 2 * (2 * sizes + 3))) / 72.0
+        z = (J - mean) / math.sqrt(var)
+    elif method == "asymptotic":
+        t = tie_counts.astype(float)
+        n = sizes.astype(float)
+        var = ((N * (N - 1) * (2 * N + 5) - np.sum(n * (n - 1) * (2 * n + 5))
+                - np.sum(t * (t - 1) * (2 * t + 5))) / 72.0
+               + np.sum(n * (n - 1) * (n - 2)) * np.sum(t * (t - 1) * (t - 2))
+               / (36.0 * N * (N - 1) * (N - 2))
+               + np.sum(n * (n - 1)) * np.sum(t * (t - 1)) / (8.0 * N * (N - 1)))
+        if var <= 0:
+            return TrendResult(J, math.nan, 1.0, "asymptotic (all values tied)", alternative)
+        z = (J - mean) / math.sqrt(var)
+        upper, lower = float(ndtr(-z)), float(ndtr(z))
+    else:
+        raise ValueError(f"method must be 'auto', 'exact' or 'asymptotic', got {method!r}")
+    p = {"increasing": upper, "decreasing": lower,
+         "two-sided": min(1.0, 2.0 * min(upper, lower))}[alternative]
+    return TrendResult(J, float(z), min(1.0, p), method, alternative)
+
+
+@lru_cache(maxsize=1024)
+def _order_statistic_plan(n: int, confidence: float, interpolate: bool):
+    """(d, lambda, level, method) for the median interval of n values; d is 1-based."""
+    d = np.arange(1, n // 2 + 1)
+    coverage = 1.0 - 2.0 * sps.binom.cdf(d - 1, n, 0.5)
+    ok = np.flatnonzero(coverage >= confidence - 1e-12)
+    if not ok.size:
+        return 1, 0.0, float(coverage[0]), "order statistics (range; nominal level not attainable)"
+    d_ = int(d[ok[-1]])
+    g_d = float(coverage[ok[-1]])
+    if not interpolate or g_d <= confidence + 1e-12 or 2 * d_ >= n:
+        return d_, 0.0, g_d, "order statistics"
+    g_next = float(1.0 - 2.0 * sps.binom.cdf(d_, n, 0.5))
+    I = (g_d - confidence) / (g_d - g_next)
+    lam = (n - d_) * I / (d_ + (n - 2 * d_) * I)
+    method = "interpolated order statistics (Hettmansperger-Sheather 1986)"
+    return d_, float(lam), confidence, method
+
+
+def median_ci(x, confidence: float = 0.95, *, interpolate: bool = True) -> Interval:
+    """Distribution-free confidence interval of a median from order statistics.
+
+    With B ~ Binomial(n, 1/2), (X_(d), X_(n-d+1)) covers the median with probability
+    g(d) = P(d <= B <= n-d). The largest d with g(d) >= confidence is taken and, unless
+    ``interpolate`` is False, interpolated towards d+1 as Hettmansperger & Sheather (1986) propose,
+    which brings the coverage close to the nominal level instead of the binomial step above it.
+    With n <= 5 the nominal 95% cannot be reached: the range (min, max) is returned with its exact
+    level. ``x`` may be 2-D (one sample per row): the fields are then arrays, one per row.
+    """
+    x = np.sort(np.asarray(x, dtype=float), axis=-1)
+    n = x.shape[-1]
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan, math.nan, "no data")
+    estimate = np.median(x, axis=-1)
+    if n == 1:
+        return Interval(estimate if x.ndim > 1 else float(estimate), math.nan, math.nan,
+                        math.nan, "one value: no interval")
+    d, lam, level, method = _order_statistic_plan(n, float(confidence), bool(interpolate))
+    low = (1 - lam) * x[..., d - 1] + lam * x[..., d]
+    high = (1 - lam) * x[..., n - d] + lam * x[..., n - d - 1]
+    if x.ndim == 1:
+        estimate, low, high = float(estimate), float(low), float(high)
+    return Interval(estimate, low, high, level, method)
+
+
+def hierarchical_bootstrap_mean_ci(samples, *, confidence: float = 0.95, n_boot: int = 2000,
+                                   rng: np.random.Generator | None = None) -> Interval:
+    """Percentile interval of the mean of trial means, resampling trials, then iterations in them.
+
+    ``samples`` is one array of iteration times per trial. Each replicate draws as many trials as
+    there are, with replacement, and for each drawn trial resamples its iterations with replacement
+    (a trial of more than 1000 iterations draws its mean from the normal law of the mean instead).
+    """
+    rng = np.random.default_rng(0) if rng is None else rng
+    samples = [np.asarray(s, dtype=float) for s in samples if len(s)]
+    T = len(samples)
+    if T == 0:
+        return Interval(math.nan, math.nan, math.nan, math.nan, "no data")
+    estimate = float(np.mean([s.mean() for s in samples]))
+    if T == 1 and samples[0].size == 1:
+        return Interval(estimate, math.nan, math.nan, math.nan, "one value: no interval")
+    pick = rng.integers(T, size=(n_boot, T))
+    means = np.empty((n_boot, T))
+    for t, s in enumerate(samples):
+        mask = pick == t
+        k = int(mask.sum())
+        if not k:
+            continue
+        if s.size > BOOTSTRAP_INNER_NORMAL_ABOVE:
+            means[mask] = rng.normal(s.mean(), s.std(ddof=1) / math.sqrt(s.size), size=k)
+        else:
+            means[mask] = s[rng.integers(s.size, size=(k, s.size))].mean(axis=1)
+    reps = means.mean(axis=1)
+    tail = (1.0 - confidence) / 2 * 100
+    low, high = np.percentile(reps, [tail, 100 - tail])
+    return Interval(estimate, float(low), float(high), confidence,
+                    "hierarchical bootstrap (trials, then iterations), percentile")
+
+
+def wilcoxon_floor_p(n: int) -> float:
+    """Smallest two-sided p the paired Wilcoxon test can return for n pairs, normal approximation.
+
+    Reached when every difference has the same sign (T = 0) and the |differences| are distinct: as
+    scipy computed it in 2019 (no continuity correction). n = 100 gives 3.896559845095909e-18, the
+    p-value florencio2019 reports for five of its ten hypotheses. The exact test gives 2 / 2**n.
+    """
+    if n < 1:
+        return 1.0
+    mean = n * (n + 1) / 4.0
+    sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
+    return float(2.0 * ndtr(-mean / sd))
+
+
+def signed_rank_test(d: np.ndarray, **kwargs) -> tuple[float, float, list[str]]:
+    """scipy's Wilcoxon signed-rank test on differences, guarded for tiny or all-zero input."""
+    d = np.asarray(d, dtype=float)
+    if d.size == 0:
+        return math.nan, math.nan, ["no pairs"]
+    if not np.any(d != 0):
+        return 0.0, 1.0, ["all differences are zero"]
+    if "method" not in kwargs:
+        nonzero = d[d != 0]
+        exact_ok = nonzero.size == d.size and np.unique(np.abs(nonzero)).size == nonzero.size
+        kwargs["method"] = "exact" if exact_ok and d.size <= 50 else "asymptotic"
+    res, notes = quietly(sps.wilcoxon, d, **kwargs)
+    return float(res.statistic), float(res.pvalue), notes
+
+
+def tukey_outliers(x) -> int:
+    """Number of values outside Tukey's fences, [Q1 - 1.5 IQR, Q3 + 1.5 IQR]."""
+    x = np.asarray(x, dtype=float)
+    if x.size < 4:
+        return 0
+    q1, q3 = np.percentile(x, [25, 75])
+    fence = 1.5 * (q3 - q1)
+    return int(np.sum((x < q1 - fence) | (x > q3 + fence)))
+
+
+def holm(p) -> np.ndarray:
+    """Holm-adjusted p-values (statsmodels), NaN kept as NaN."""
+    return _adjust(p, "holm")
+
+
+def benjamini_hochberg(p) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values (statsmodels), NaN kept as NaN."""
+    return _adjust(p, "fdr_bh")
+
+
+def _adjust(p, method: str) -> np.ndarray:
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    finite = np.isfinite(p)
+    if finite.any():
+        out[finite] = multipletests(p[finite], method=method)[1]
+    return out
+
+
+def verdict(low: float, high: float, *, attained: bool = True, rope: float = 0.05,
+            names=("pytorch_faster", "tensorflow_faster")) -> tuple[str, str]:
+    """Verdict on a PyTorch/TensorFlow ratio from its interval alone (already at the level that
+    controls the family's error: ``compare_samples``).
+
+    The region of practical equivalence is [1/(1+rope), 1+rope], symmetric on the log scale so
+    that swapping the frameworks gives the same verdict. Returns (verdict, note):
+    - "equivalent": the interval lies inside the region (even if it excludes 1);
+    - ``names[0]`` / ``names[1]`` ("pytorch_faster" / "tensorflow_faster" for times): the
+      interval lies below / above 1;
+    - "inconclusive": anything else, including an interval whose level is not attainable.
+    """
+    lo_b, hi_b = 1.0 / (1.0 + rope), 1.0 + rope
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "inconclusive", "no interval"
+    if not attained:
+        return "inconclusive", "too few trials for an interval at the family's level"
+    if lo_b <= low and high <= hi_b:
+        note = "inside the equivalence region"
+        if high < 1 or low > 1:
+            note += " although the interval excludes 1 (a difference too small to matter)"
+        return "equivalent", note
+    if high < 1 or low > 1:
+        return (names[0] if high < 1 else names[1]), "interval excludes 1"
+    return "inconclusive", "interval contains 1 and reaches outside the equivalence region"
+
+
+def geometric_mean_ratio(pairs, *, confidence: float = 0.95, n_boot: int = 2000,
+                         seed: int = 0) -> Interval:
+    """Geometric mean over cells of the PyTorch/TensorFlow ratio of medians, with an interval.
+
+    ``pairs``: a sequence of (pytorch trial medians, tensorflow trial medians). The interval is a
+    percentile bootstrap that resamples trials within each arm of each pair: it covers trial-to-
+    trial noise for this fixed set of cells, not a population of cells. Usage::
+
+        geometric_mean_ratio([(pt_a, tf_a), (pt_b, tf_b)]).estimate
+    """
+    pairs = [(np.asarray(a, float), np.asarray(b, float)) for a, b in pairs if len(a) and len(b)]
+    if not pairs:
+        return Interval(math.nan, math.nan, math.nan, math.nan, "no pairs")
+    rng = np.random.default_rng(seed)
+    logs = np.array([math.log(np.median(a) / np.median(b)) for a, b in pairs])
+    reps = np.zeros(n_boot)
+    for a, b in pairs:
+        ra = np.median(a[rng.integers(a.size, size=(n_boot, a.size))], axis=1)
+        rb = np.median(b[rng.integers(b.size, size=(n_boot, b.size))], axis=1)
+        reps += np.log(ra / rb)
+    reps /= len(pairs)
+    tail = (1.0 - confidence) / 2 * 100
+    low, high = np.exp(np.percentile(reps, [tail, 100 - tail]))
+    return Interval(float(np.exp(logs.mean())), float(low), float(high), confidence,
+                    "percentile bootstrap over trials within each arm")
