@@ -117,112 +117,146 @@ def _boot_log_ratio(pt, tf, n_boot, rng) -> np.ndarray:
     return np.log(bp) - np.log(bt)
 
 
-def _group_rows(ident, group, points, arms, ablation, confidence, n_boot, rng) -> list[dict]:
-    tail = (1 - confidence) / 2 * 100
-    g = {p: math.log(np.median(pt) / np.median(tf)) for p, (pt, tf) in arms.items()}
-    reps = {p: _boot_log_ratio(pt, tf, n_boot, rng) for p, (pt, tf) in arms.items()}
-    start = points[0]
-    total, total_reps = g[start], reps[start]
-    t_low, t_high = np.percentile(total_reps, [tail, 100 - tail])
-    gap_known = bool(t_low > 0 or t_high < 0)
-    order = ablation["order"]
-    listed = " → ".join(ablation["factors"])
-    method = (f"sequential, in the order {listed}" if order == "sequential" else
-              "Shapley value over every order of the factors the device can vary")
-    method += "; percentile bootstrap over trials within each arm"
+class _Group:
+    """One ablation group's measured points: the log ratio g of each, its bootstrap replicates
+    (drawn once, in the order of ``arms``, so that every row of the group adds up in every
+    replicate), and the row every table line of the group is made by."""
 
-    def row(kind, point, value, boot, **extra):
-        pt, tf = arms.get(point, (np.array([]), np.array([]))) if point else ([], [])
-        out = {**ident, "row": kind, "profile": point.profile if point else None,
+    def __init__(self, ident, trials, points, arms, ablation, confidence, n_boot, rng):
+        self.ident, self.trials, self.points, self.arms = ident, trials, points, arms
+        self.ablation, self.confidence, self.n_boot = ablation, confidence, n_boot
+        self.tail = (1 - confidence) / 2 * 100
+        self.g = {p: math.log(np.median(pt) / np.median(tf)) for p, (pt, tf) in arms.items()}
+        self.reps = {p: _boot_log_ratio(pt, tf, n_boot, rng) for p, (pt, tf) in arms.items()}
+        self.start = points[0]
+        self.total, self.total_reps = self.g[self.start], self.reps[self.start]
+        t_low, t_high = np.percentile(self.total_reps, [self.tail, 100 - self.tail])
+        self.gap_known = bool(t_low > 0 or t_high < 0)
+        listed = " → ".join(ablation["factors"])
+        self.method = (f"sequential, in the order {listed}" if ablation["order"] == "sequential"
+                       else "Shapley value over every order of the factors the device can vary")
+        self.method += "; percentile bootstrap over trials within each arm"
+
+    def row(self, kind, point, value, boot, **extra) -> dict:
+        """A row of the table for ``point`` (None: no point), with its contribution ``value``
+        and that contribution's replicates ``boot`` when there is one."""
+        tail = self.tail
+        pt, tf = self.arms.get(point, (np.array([]), np.array([]))) if point else ([], [])
+        out = {**self.ident, "row": kind, "profile": point.profile if point else None,
                "mode": point.mode if point else None,
                "precision": point.precision if point else None,
-               "n_pytorch": len(pt), "n_tensorflow": len(tf), "ci_level": confidence,
-               "method": method, "status": "measured", "reason": "", "note": ""}
-        if point is not None and point in g:
-            out["ratio"] = math.exp(g[point])
+               "n_pytorch": len(pt), "n_tensorflow": len(tf), "ci_level": self.confidence,
+               "method": self.method, "status": "measured", "reason": "", "note": ""}
+        if point is not None and point in self.g:
+            out["ratio"] = math.exp(self.g[point])
         if value is not None and boot is not None:
             low, high = np.percentile(boot, [tail, 100 - tail])
             out.update(contribution=value, contribution_ci_low=float(low),
                        contribution_ci_high=float(high), ratio_explained=math.exp(value))
-            if gap_known and kind != "total":
-                s_low, s_high = np.percentile(boot / total_reps, [tail, 100 - tail])
-                out.update(share=value / total, share_ci_low=float(s_low),
+            if self.gap_known and kind != "total":
+                s_low, s_high = np.percentile(boot / self.total_reps, [tail, 100 - tail])
+                out.update(share=value / self.total, share_ci_low=float(s_low),
                            share_ci_high=float(s_high))
             elif kind == "total":
                 out.update(share=1.0, share_ci_low=1.0, share_ci_high=1.0)
         out.update(extra)
         return out
 
-    rows = [row("total", start, total, total_reps, step=0, factor="defaults",
-                note="" if gap_known else "the gap's interval contains 0 (no gap established):"
-                " shares are left out")]
-    measured = [p for p in points if p in arms]
-    if order == "sequential":
-        previous, skipped = start, []
-        for k, p in enumerate(points[1:], start=1):
-            if p.reason:
-                rows.append(row("factor", p, None, None, step=k, factor=p.factor,
-                                status="unsupported", reason=p.reason))
-                continue
-            if p not in arms:
-                skipped.append(p.factor)
-                rows.append(row("factor", p, None, None, step=k, factor=p.factor,
-                                status="not measured", reason=_failure(group, p)))
-                continue
-            note = (f"includes {', '.join(skipped)} (not measured: compared with the last "
-                    "measured point)" if skipped else "")
-            rows.append(row("factor", p, g[previous] - g[p], reps[previous] - reps[p], step=k,
-                            factor=p.factor, note=note))
-            previous, skipped = p, []
-        last = previous
-        if skipped or last is start and len(points) > 1 and any(
-                not p.reason for p in points[1:]):
-            residual_note = (f"at {last.profile}/{last.mode}/{last.precision}, the last measured "
-                             "point: the listed factors after it are not all measured")
-        else:
-            residual_note = ""
+
+def _group_rows(ident, group, points, arms, ablation, confidence, n_boot, rng) -> list[dict]:
+    """A group's rows: the gap at defaults, one per factor, and the residual."""
+    grp = _Group(ident, group, points, arms, ablation, confidence, n_boot, rng)
+    rows = [grp.row("total", grp.start, grp.total, grp.total_reps, step=0, factor="defaults",
+                    note="" if grp.gap_known else "the gap's interval contains 0 (no gap "
+                    "established): shares are left out")]
+    if ablation["order"] == "sequential":
+        factor_rows, last, residual_note = _sequential_rows(grp)
     else:
-        variable = [f for f in ablation["factors"] if not factor_reason(f, ident["device"])]
-        by_set = {p.matched: p for p in measured}
-        complete = all(frozenset(s) in by_set for k in range(len(variable) + 1)
-                       for s in itertools.combinations(variable, k))
-        m = len(variable)
-        for k, f in enumerate(ablation["factors"], start=1):
-            reason = factor_reason(f, ident["device"])
-            p = next((q for q in points if q.factor == f), None)
-            if reason:
-                rows.append(row("factor", p, None, None, step=k, factor=f,
+        factor_rows, last, residual_note = _shapley_rows(grp)
+    rows += factor_rows
+    step = len(ablation["factors"]) + 1
+    if last is not None:
+        rows.append(grp.row("residual", last, grp.g[last], grp.reps[last], step=step,
+                            factor="residual",
+                            note=residual_note or "PyTorch/TensorFlow log ratio with every "
+                                                  "listed factor matched"))
+    else:
+        rows.append(grp.row("residual", None, None, None, step=step,
+                            factor="residual", status="not measured",
+                            reason="not every point of the ablation was measured"))
+    return rows
+
+
+def _sequential_rows(grp: _Group) -> tuple[list[dict], Point, str]:
+    """Each factor's contribution along the stated order, from the last measured point before
+    it; (rows, the last measured point, the residual's note)."""
+    rows, points, arms, g, reps = [], grp.points, grp.arms, grp.g, grp.reps
+    start = grp.start
+    previous, skipped = start, []
+    for k, p in enumerate(points[1:], start=1):
+        if p.reason:
+            rows.append(grp.row("factor", p, None, None, step=k, factor=p.factor,
+                                status="unsupported", reason=p.reason))
+            continue
+        if p not in arms:
+            skipped.append(p.factor)
+            rows.append(grp.row("factor", p, None, None, step=k, factor=p.factor,
+                                status="not measured", reason=_failure(grp.trials, p)))
+            continue
+        note = (f"includes {', '.join(skipped)} (not measured: compared with the last "
+                "measured point)" if skipped else "")
+        rows.append(grp.row("factor", p, g[previous] - g[p], reps[previous] - reps[p], step=k,
+                            factor=p.factor, note=note))
+        previous, skipped = p, []
+    last = previous
+    if skipped or last is start and len(points) > 1 and any(
+            not p.reason for p in points[1:]):
+        residual_note = (f"at {last.profile}/{last.mode}/{last.precision}, the last measured "
+                         "point: the listed factors after it are not all measured")
+    else:
+        residual_note = ""
+    return rows, last, residual_note
+
+
+def _shapley_rows(grp: _Group) -> tuple[list[dict], Point | None, str]:
+    """Each factor's Shapley value over the factors the device can vary, when every subset of
+    them was measured; (rows, the point with all of them matched or None, the residual's
+    note)."""
+    rows, points, arms, g, reps = [], grp.points, grp.arms, grp.g, grp.reps
+    device = grp.ident["device"]
+    measured = [p for p in points if p in arms]
+    variable = [f for f in grp.ablation["factors"] if not factor_reason(f, device)]
+    by_set = {p.matched: p for p in measured}
+    complete = all(frozenset(s) in by_set for k in range(len(variable) + 1)
+                   for s in itertools.combinations(variable, k))
+    m = len(variable)
+    for k, f in enumerate(grp.ablation["factors"], start=1):
+        reason = factor_reason(f, device)
+        p = next((q for q in points if q.factor == f), None)
+        if reason:
+            rows.append(grp.row("factor", p, None, None, step=k, factor=f,
                                 status="unsupported", reason=reason))
-                continue
-            if not complete:
-                missing = [q for q in points if not q.reason and q not in arms]
-                rows.append(row("factor", p, None, None, step=k, factor=f,
+            continue
+        if not complete:
+            missing = [q for q in points if not q.reason and q not in arms]
+            rows.append(grp.row("factor", p, None, None, step=k, factor=f,
                                 status="not measured",
                                 reason="Shapley values need every subset measured; missing "
                                        + "; ".join(f"{q.profile}/{q.mode}/{q.precision} ("
-                                                   f"{_failure(group, q)})" for q in missing)))
-                continue
-            value, boot = 0.0, np.zeros(n_boot)
-            others = [v for v in variable if v != f]
-            for size in range(len(others) + 1):
-                weight = math.factorial(size) * math.factorial(m - size - 1) / math.factorial(m)
-                for subset in itertools.combinations(others, size):
-                    before, after = by_set[frozenset(subset)], by_set[frozenset(subset) | {f}]
-                    value += weight * (g[before] - g[after])
-                    boot = boot + weight * (reps[before] - reps[after])
-            rows.append(row("factor", p, value, boot, step=k, factor=f))
-        last = by_set.get(frozenset(variable), start) if complete else None
-        residual_note = ""
-    if last is not None:
-        rows.append(row("residual", last, g[last], reps[last], step=len(ablation["factors"]) + 1,
-                        factor="residual",
-                        note=residual_note or "PyTorch/TensorFlow log ratio with every listed "
-                                              "factor matched"))
-    else:
-        rows.append(row("residual", None, None, None, step=len(ablation["factors"]) + 1,
-                        factor="residual", status="not measured",
-                        reason="not every point of the ablation was measured"))
-    return rows
+                                                   f"{_failure(grp.trials, q)})"
+                                                   for q in missing)))
+            continue
+        value, boot = 0.0, np.zeros(grp.n_boot)
+        others = [v for v in variable if v != f]
+        for size in range(len(others) + 1):
+            weight = math.factorial(size) * math.factorial(m - size - 1) / math.factorial(m)
+            for subset in itertools.combinations(others, size):
+                before, after = by_set[frozenset(subset)], by_set[frozenset(subset) | {f}]
+                value += weight * (g[before] - g[after])
+                boot = boot + weight * (reps[before] - reps[after])
+        rows.append(grp.row("factor", p, value, boot, step=k, factor=f))
+    last = by_set.get(frozenset(variable), grp.start) if complete else None
+    return rows, last, ""
 
 
 # --- patel2023's explanation, tested -------------------------------------------------------------
