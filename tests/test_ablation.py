@@ -271,13 +271,14 @@ def test_the_why_paragraph_names_the_gap_the_factors_the_residual_and_the_profil
 
 
 def test_report_section_draws_the_waterfall_and_the_breakdown(tmp_path):
-    from fwbench.report import figures, render as report
+    from fwbench.report import render as report
+    from fwbench.report.figures import why as why_figures
 
     trials = _trials(ABLATION_TIMES)
     frames = decomposition.summarize_ablation(trials, {"factors": CPU_FACTORS}, n_boot=300)
     profiles = _profiles(trials)
-    water = figures.waterfall(frames["ablation"], tmp_path)
-    breakdown = figures.time_breakdown(profiles, tmp_path)
+    water = why_figures.waterfall(frames["ablation"], tmp_path)
+    breakdown = why_figures.time_breakdown(profiles, tmp_path)
     assert water.file and (tmp_path / water.file).stat().st_size > 1000
     assert breakdown.file and (tmp_path / breakdown.file).stat().st_size > 1000
     data = report.Inputs(trials=trials, cells=pd.DataFrame(), cell_stats=pd.DataFrame(),
@@ -296,11 +297,12 @@ def test_report_section_draws_the_waterfall_and_the_breakdown(tmp_path):
 
 
 def test_report_without_an_ablation_says_so(tmp_path):
-    from fwbench.report import figures, render as report
+    from fwbench.report import render as report
+    from fwbench.report.figures import why as why_figures
 
     empty = pd.DataFrame()
-    assert "no ablation" in figures.waterfall(empty, tmp_path).reason
-    assert "profiled no cell" in figures.time_breakdown(empty, tmp_path).reason
+    assert "no ablation" in why_figures.waterfall(empty, tmp_path).reason
+    assert "profiled no cell" in why_figures.time_breakdown(empty, tmp_path).reason
     data = report.Inputs(trials=empty, cells=empty, cell_stats=empty, comparisons=empty,
                          tests=empty)
     why = report.why_section(report.Numbering(), data)

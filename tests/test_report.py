@@ -1,4 +1,4 @@
-"""fwbench/report/render.py and fwbench/report/figures.py: the paper, built from hand-made tables.
+"""fwbench/report/render.py and fwbench/report/figures/: the paper, built from hand-made tables.
 
 The fixture writes small tables that follow the contracts of fwbench/measure/results.py (parquet) and
 fwbench/analysis/stats.py (CSV), with failures, a mixed commit and hostile strings in error messages. The
@@ -421,7 +421,9 @@ def test_report_modules_import_no_framework():
             "        if name.split('.')[0] in ('torch', 'tensorflow'):\n"
             "            raise ImportError('blocked ' + name)\n"
             "sys.meta_path.insert(0, Block())\n"
-            "import fwbench.report.render, fwbench.report.figures\n")
+            "import importlib, pkgutil, fwbench.report.render, fwbench.report.figures as f\n"
+            "for m in pkgutil.iter_modules(f.__path__):\n"
+            "    importlib.import_module(f'{f.__name__}.{m.name}')\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 

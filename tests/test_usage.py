@@ -1,6 +1,6 @@
 """What a framework costs its user: peak memory per cell and PyTorch against TensorFlow
 (fwbench.analysis.memory), latency percentiles (fwbench.analysis.latency), and their place in the report with the
-speed-up heatmap (fwbench.report.usage_figures, fwbench.report.usage), on hand-built tables."""
+speed-up heatmap (fwbench.report.figures, fwbench.report.usage), on hand-built tables."""
 
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ def test_without_memory_or_latency_tables_the_report_says_why(tmp_path):
 def test_the_heatmap_colours_pytorchs_speed_up_on_a_log_scale(tmp_path):
     from matplotlib.figure import Figure as MplFigure
 
-    from fwbench.report.usage_figures import _draw_heatmap
+    from fwbench.report.figures.speed import _draw_heatmap
 
     pairs = pd.DataFrame({"pair_id": ["a", "b", "c"], "model": ["m1", "m1", "m2"],
                           "batch_size": [1, 8, 1], "ratio": [0.5, 2.0, None],

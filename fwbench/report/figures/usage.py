@@ -1,7 +1,6 @@
-"""The report's figures of what a framework costs its user: peak memory against batch size, the
-distribution of single-iteration latency (ECDF per pair), and PyTorch's speed-up over
-TensorFlow as a heatmap of model against batch size. Framework-free; same conventions as
-``fwbench.report.figures`` (deterministic SVG, one colour per framework, a sentence when left out).
+"""The figures of what a framework costs its user (the report's memory and latency sections):
+peak memory against batch size, and the distribution of single-iteration latency (an ECDF per
+matched pair). Framework-free.
 """
 
 from __future__ import annotations
@@ -14,17 +13,16 @@ import pandas as pd
 from matplotlib import rc_context
 
 from fwbench.analysis.memory import METRICS
-from fwbench.report.figures import (
+from fwbench.report.figures.style import (
     FRAMEWORK_COLOURS,
     FRAMEWORK_LABELS,
     RC,
     Figure,
-    _new,
-    _save,
     constant_axes,
-    is_exploratory,
     missing,
+    new_figure,
     pair_label,
+    save,
     varying_axes,
 )
 
@@ -32,9 +30,6 @@ MARKERS = "osD^v<>P"
 MIB = 2**20
 # Pairs drawn in the latency figure; more would make panels too small to read.
 MAX_ECDF_PANELS = 12
-# Axes besides model and batch size that split the heatmap into panels.
-PANEL_AXES = ["experiment", "device", "phase", "input_shape", "precision", "mode", "profile",
-              "optimizer"]
 
 
 # --- memory against batch size ----------------------------------------------------------------
@@ -50,7 +45,7 @@ def memory_vs_batch(memory, folder: Path, *, key="memory_vs_batch", absent: str 
     panels = [(m, p) for m in METRICS for p in ("train", "infer")
               if len(memory[(memory["metric"] == m) & (memory["phase"].astype(str) == p)])]
     with rc_context(RC):
-        fig = _new(6.8, 2.5 * math.ceil(len(panels) / 2))
+        fig = new_figure(6.8, 2.5 * math.ceil(len(panels) / 2))
         axes = fig.subplots(math.ceil(len(panels) / 2), min(2, len(panels)), squeeze=False)
         for ax, (metric, phase) in zip(axes.ravel(), panels):
             part = memory[(memory["metric"] == metric) & (memory["phase"].astype(str) == phase)]
@@ -58,7 +53,7 @@ def memory_vs_batch(memory, folder: Path, *, key="memory_vs_batch", absent: str 
         for ax in axes.ravel()[len(panels):]:
             ax.set_visible(False)
         _shared_legend(fig, axes.ravel()[:len(panels)])
-        file = _save(fig, folder, f"{key}.svg")
+        file = save(fig, folder, f"{key}.svg")
     oom = memory[pd.to_numeric(memory["n_oom"], errors="coerce").fillna(0) > 0]
     fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(memory).items()
                       if k not in ("phase", "model"))
@@ -142,7 +137,7 @@ def latency_ecdf(iterations, trials, folder: Path, *, key="latency_ecdf",
     cols = min(3, len(shown))
     rows = math.ceil(len(shown) / cols)
     with rc_context(RC):
-        fig = _new(6.8, 1.7 * rows + 0.5)
+        fig = new_figure(6.8, 1.7 * rows + 0.5)
         axes = fig.subplots(rows, cols, squeeze=False)
         for ax, (_, pair) in zip(axes.ravel(), shown.iterrows()):
             _draw_ecdf(ax, frame[frame["pair_id"] == pair["pair_id"]])
@@ -151,7 +146,7 @@ def latency_ecdf(iterations, trials, folder: Path, *, key="latency_ecdf",
             ax.set_visible(False)
         handles = [_line(FRAMEWORK_COLOURS[f], FRAMEWORK_LABELS[f]) for f in FRAMEWORK_COLOURS]
         fig.legend(handles=handles, loc="outside lower center", frameon=False, ncols=2)
-        file = _save(fig, folder, f"{key}.svg")
+        file = save(fig, folder, f"{key}.svg")
     more = (f" The first {len(shown)} of {len(pairs)} pairs are drawn; stats/latency.csv has "
             "every cell." if len(pairs) > len(shown) else "")
     caption = (f"{title} ({phase}): the share of single iterations (one batch each) finished "
@@ -204,90 +199,3 @@ def _few_log_ticks(ax, values: np.ndarray) -> None:
     ticks = np.geomspace(low, high, 3) if high > low else np.array([low])
     ax.set_xticks(ticks, [f"{t:.3g}" for t in ticks])
     ax.xaxis.set_minor_locator(NullLocator())
-
-
-# --- speed-up heatmap ---------------------------------------------------------------------------
-
-def speedup_heatmap(comparisons, failures: dict, folder: Path, *, key="speedup_heatmap") -> Figure:
-    """PyTorch's speed-up over TensorFlow (TensorFlow's median time / PyTorch's) per model and
-    batch size, one panel per combination of the other axes, on a colour scale symmetric in
-    log: orange where PyTorch is faster, blue where TensorFlow is."""
-    title = "PyTorch's speed-up over TensorFlow"
-    frame = comparisons if comparisons is not None else pd.DataFrame()
-    if frame.empty or "ratio" not in frame or "batch_size" not in frame:
-        return Figure(key, title, "", reason="Not drawn: the statistics hold no matched pair.")
-    # An axis that varies only with the model (a model's input shape) names no panel.
-    axes = [a for a in PANEL_AXES if a in frame and frame[a].astype(str).nunique() > 1
-            and (frame.groupby("model")[a].nunique() > 1).any()]
-    panels = list(frame.groupby(axes, sort=True)) if axes else [((), frame)]
-    rated = [float(r) for r in frame["ratio"] if not missing(r) and float(r) > 0]
-    if not rated:
-        return Figure(key, title, "", reason="Not drawn: no matched pair has a ratio.")
-    span = min(max(max(abs(math.log(r)) for r in rated), math.log(1.25)), math.log(4))
-    with rc_context(RC):
-        models = sorted(frame["model"].astype(str).unique())
-        cols = min(2, len(panels))
-        fig = _new(6.8, (0.6 + 0.32 * len(models)) * math.ceil(len(panels) / cols) + 0.6)
-        grid = fig.subplots(math.ceil(len(panels) / cols), cols, squeeze=False)
-        image = None
-        for ax, (values, part) in zip(grid.ravel(), panels):
-            values = values if isinstance(values, tuple) else (values,)
-            image = _draw_heatmap(ax, part, models, span, failures)
-            ax.set_title(" ".join(str(v) for v in values), fontsize=7)
-        for ax in grid.ravel()[len(panels):]:
-            ax.set_visible(False)
-        bar = fig.colorbar(image, ax=grid.ravel().tolist(), shrink=0.8)
-        ticks = [t for t in (0.25, 0.5, 0.8, 1.0, 1.25, 2.0, 4.0) if abs(math.log(t)) <= span]
-        bar.set_ticks([math.log(t) for t in ticks], labels=[f"{t:g}×" for t in ticks])
-        bar.set_label("TensorFlow time / PyTorch time")
-        file = _save(fig, folder, f"{key}.svg")
-    fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(frame, PANEL_AXES).items())
-    hints = sum(is_exploratory(r) for _, r in frame.iterrows() if not missing(r.get("ratio")))
-    caption = (f"{title}: TensorFlow's median time divided by PyTorch's per model and batch "
-               f"size ({fixed}); above 1 (orange) PyTorch is faster, below 1 (blue) "
-               "TensorFlow is. Bold: a verdict of the statistics (faster or equivalent) that is "
-               "not exploratory; plain: inconclusive or exploratory"
-               + (f" ({hints} exploratory)" if hints else "")
-               + "; a grey cell names why the pair has no ratio.")
-    return Figure(key, title, caption, file=file)
-
-
-def _colour_map():
-    from matplotlib.colors import LinearSegmentedColormap
-
-    return LinearSegmentedColormap.from_list(
-        "fwbench_speedup", [FRAMEWORK_COLOURS["tensorflow"], "#ffffff",
-                            FRAMEWORK_COLOURS["pytorch"]])
-
-
-def _draw_heatmap(ax, part: pd.DataFrame, models: list[str], span: float, failures: dict):
-    batches = sorted({int(b) for b in part["batch_size"] if not missing(b)})
-    grid = np.full((len(models), len(batches)), np.nan)
-    for _, row in part.iterrows():
-        if missing(row["batch_size"]):
-            continue
-        i, j = models.index(str(row["model"])), batches.index(int(row["batch_size"]))
-        ratio = row.get("ratio")
-        if missing(ratio) or float(ratio) <= 0:
-            ax.text(j, i, _short(failures.get(row["pair_id"], "not measured")), ha="center",
-                    va="center", fontsize=5.5, color="#444444")
-            continue
-        grid[i, j] = -math.log(float(ratio))   # log of TensorFlow / PyTorch
-        decided = (str(row.get("verdict")) in ("pytorch_faster", "tensorflow_faster",
-                                               "equivalent") and not is_exploratory(row))
-        ax.text(j, i, f"{1 / float(ratio):.2f}", ha="center", va="center", fontsize=6.5,
-                fontweight="bold" if decided else "normal")
-    masked = np.ma.masked_invalid(grid)
-    image = ax.imshow(masked, cmap=_colour_map().with_extremes(bad="#dddddd"), vmin=-span,
-                      vmax=span, aspect="auto")
-    ax.set_xticks(range(len(batches)), [str(b) for b in batches])
-    ax.set_yticks(range(len(models)), models)
-    ax.set_xlabel("batch size")
-    ax.spines[:].set_visible(False)
-    return image
-
-
-def _short(reason: str) -> str:
-    reason = str(reason)
-    return "OOM" if "oom" in reason.lower() or "out of memory" in reason.lower() else \
-        "not measured"

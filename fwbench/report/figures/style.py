@@ -1,0 +1,191 @@
+"""What every figure of the report shares: matplotlib (Agg, no pyplot) set up for
+deterministic SVG, the colours of the outcomes and frameworks, the ``Figure`` a builder returns,
+and the helpers that read a table's rows (``missing``, ``outcome``, the pair axes).
+
+The same tables give byte-identical SVG: a fixed hash salt, no date in the metadata, text drawn
+as paths. Framework-free.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from matplotlib import rc_context  # noqa: E402
+from matplotlib.figure import Figure as MplFigure  # noqa: E402
+
+RC = {
+    "svg.hashsalt": "fwbench",
+    "svg.fonttype": "path",
+    "font.family": "DejaVu Sans",
+    "font.size": 8,
+    "axes.titlesize": 9,
+    "axes.labelsize": 8,
+    "legend.fontsize": 7,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+SVG_METADATA = {"Date": None}
+
+# One colour per outcome and per framework, the same in every figure (colour-blind safe).
+OUTCOME_COLOURS = {"pytorch_faster": "#d55e00", "tensorflow_faster": "#0072b2",
+                   "equivalent": "#009e73", "inconclusive": "#7f7f7f"}
+OUTCOME_LABELS = {"pytorch_faster": "PyTorch faster", "tensorflow_faster": "TensorFlow faster",
+                  "equivalent": "equivalent", "inconclusive": "inconclusive"}
+FRAMEWORK_COLOURS = {"pytorch": "#d55e00", "tensorflow": "#0072b2"}
+FRAMEWORK_LABELS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
+
+# Axis columns that name a pair, in the order a label lists them.
+PAIR_AXES = ["experiment", "device", "model", "phase", "batch_size", "input_shape", "precision",
+             "mode", "profile", "optimizer"]
+
+# Panels a multi-panel figure draws at most; its table has every row.
+MAX_PANELS = 6
+
+# Each pair's row of a per-cell figure: PyTorch's point just above TensorFlow's.
+FRAMEWORK_OFFSETS = (("pytorch", -0.17), ("tensorflow", 0.17))
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of the report: written (``file`` set) or left out (``reason`` set).
+
+    ``source`` names the published figure it rebuilds (e.g. ``patel2023 Fig. 3``), if any.
+    """
+
+    key: str
+    title: str
+    caption: str
+    file: str | None = None
+    reason: str | None = None
+    source: str | None = None
+    narrow: bool = False  # half the page width is enough (small box plots)
+
+
+def missing(value) -> bool:
+    """True for None, NaN, NaT and pandas' NA: a value that was not measured."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # NaN, NaT and NA are not equal to themselves
+    except (TypeError, ValueError):
+        return False
+
+
+def flag(value) -> bool:
+    """A boolean cell of a table: True, "True" or 1; anything missing is False."""
+    if missing(value):
+        return False
+    return value.strip().lower() == "true" if isinstance(value, str) else bool(value)
+
+
+def is_exploratory(row) -> bool:
+    """The comparison's verdict is only a hint (too few trials, unsteady or drifting ones):
+    fwbench.analysis.stats marks it, and every figure and table says so beside the verdict."""
+    return flag(row.get("exploratory"))
+
+
+def outcome(row) -> str:
+    """The direction a comparison row supports (ratio > 1: PyTorch slower).
+
+    The statistics' verdict decides when it is one of ``OUTCOME_LABELS``; for tables without
+    one, an interval that excludes 1 decides, else ``inconclusive``.
+    """
+    verdict = "" if missing(row.get("verdict")) else str(row.get("verdict")).lower()
+    if verdict in OUTCOME_LABELS:  # the statistics' own verdict (fwbench.analysis.stats.verdict)
+        return verdict
+    if "equiv" in verdict:
+        return "equivalent"
+    low, high = row.get("ratio_ci_low"), row.get("ratio_ci_high")
+    if not missing(high) and float(high) < 1:
+        return "pytorch_faster"
+    if not missing(low) and float(low) > 1:
+        return "tensorflow_faster"
+    for key in ("pytorch", "tensorflow"):
+        if f"{key} faster" in verdict or f"{key}_faster" in verdict:
+            return f"{key}_faster"
+    return "inconclusive"
+
+
+def pair_label(row, varying: list[str]) -> str:
+    """A short label for a pair naming only the axes that vary across the figure."""
+    parts = [str(row["model"]), str(row["phase"])]
+    for axis in varying:
+        if axis in ("model", "phase"):
+            continue
+        value = row[axis]
+        parts.append(f"b{value}" if axis == "batch_size" else str(value))
+    return " ".join(parts)
+
+
+def varying_axes(frame) -> list[str]:
+    return [a for a in PAIR_AXES if a in frame.columns and frame[a].astype(str).nunique() > 1]
+
+
+def constant_axes(frame, axes=PAIR_AXES) -> dict:
+    """The axes with one value over the frame, for a caption. One that is "none" there does
+    not apply to these cells (fwbench.analysis.tables.AXIS_DEFAULTS: a throughput cell's optimizer)
+    and is left out."""
+    return {a: str(frame[a].iloc[0]) for a in axes
+            if a in frame.columns and len(frame) and frame[a].astype(str).nunique() == 1
+            and str(frame[a].iloc[0]) != "none"}
+
+
+def sort_pairs(frame):
+    """``frame`` in the order every per-pair figure lists its pairs."""
+    keys = [a for a in PAIR_AXES if a in frame.columns]
+    return frame.sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+def save(fig: MplFigure, folder: Path, name: str) -> str:
+    """Write ``fig`` as ``folder/name``, deterministic SVG; the name, for ``Figure.file``."""
+    with rc_context(RC):
+        fig.savefig(folder / name, format="svg", metadata=SVG_METADATA, bbox_inches="tight")
+    return name
+
+
+def new_figure(width_in: float, height_in: float) -> MplFigure:
+    """An empty figure of the given size in inches, laid out by matplotlib's constrained
+    layout."""
+    with rc_context(RC):
+        return MplFigure(figsize=(width_in, height_in), layout="constrained")
+
+
+def select_rows(frame, select: dict | None):
+    """The rows of ``frame`` whose axis values match ``select`` (a list means any of them)."""
+    if frame is None or frame.empty or not select:
+        return frame if frame is not None else _empty()
+    keep = frame.index == frame.index
+    for axis, wanted in select.items():
+        if axis not in frame.columns:
+            return frame.iloc[0:0]
+        values = wanted if isinstance(wanted, list) else [wanted]
+        keep &= frame[axis].astype(str).isin([str(v) for v in values])
+    return frame[keep]
+
+
+def _empty():
+    import pandas as pd
+
+    return pd.DataFrame()
+
+
+def draw_points(ax, part, rows: dict, framework: str, offset: float, value, lo, hi,
+                label: bool = True) -> None:
+    """``part``'s points at their pairs' rows, each with its interval (none where a bound is
+    missing)."""
+    lo = [v if math.isnan(a) else a for v, a in zip(value, lo)]
+    hi = [v if math.isnan(b) else b for v, b in zip(value, hi)]
+    ax.errorbar(value, [rows[p] + offset for p in part["pair_id"]],
+                xerr=[[max(v - a, 0) for v, a in zip(value, lo)],
+                      [max(b - v, 0) for v, b in zip(value, hi)]],
+                fmt="o", markersize=3.5, capsize=2, linewidth=1,
+                color=FRAMEWORK_COLOURS[framework],
+                label=FRAMEWORK_LABELS[framework] if label else None)
