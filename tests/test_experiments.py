@@ -2,8 +2,8 @@
 
 Identical start: both frameworks load PyTorch's initial weights and receive identical batches,
 so their loss curves agree step by step — to float32 rounding with SGD, and to the documented
-Adam epsilon difference (fwbench.plan.models LIBRARY_DIFFERENCES["adam_epsilon"]) with Adam. Whole
-trials run in a fresh supervised process, as the workflow runs them.
+Adam epsilon difference (fwbench.plan.differences LIBRARY_DIFFERENCES["adam_epsilon"]) with
+Adam. Whole trials run in a fresh supervised process, as the workflow runs them.
 """
 
 import numpy as np

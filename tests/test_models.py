@@ -1,5 +1,6 @@
-"""fwbench/plan/models.py without any framework: the registry, input checks, synthetic batches, FLOPs
-and `python -m fwbench models`. The framework side is tests/frameworks/test_models.py."""
+"""fwbench/plan/models.py (with plan/architectures.py and plan/differences.py) without any
+framework: the registry, input checks, synthetic batches, FLOPs and `python -m fwbench models`.
+The framework side is tests/frameworks/test_models.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from fwbench.plan import models as zoo
+from fwbench.plan import architectures, differences, models as zoo
 
 # torchvision's documented multiply-adds (its "GFLOPS" column) at the canonical input size.
 TORCHVISION_GMACS = {"resnet18": 1.81, "resnet152": 11.51, "vgg16": 15.47, "mobilenet_v2": 0.30,
@@ -29,7 +30,7 @@ def test_every_model_accepts_its_canonical_and_test_inputs(name):
     spec = zoo.MODELS[name]
     assert zoo.check_input(name, spec.canonical_shape) is None
     assert zoo.check_input(name, spec.test_shape, batch_size=4, phase="train") is None
-    assert set(spec.differences) <= set(zoo.LIBRARY_DIFFERENCES)
+    assert set(spec.differences) <= set(differences.LIBRARY_DIFFERENCES)
     assert spec.loss in zoo.LOSSES
 
 
@@ -120,7 +121,7 @@ def test_architecture_overrides_are_checked():
 
 
 def test_efficientnet_b4_blocks_are_torchvisions():
-    blocks = zoo.efficientnet_blocks(1.4, 1.8)
+    blocks = architectures.efficientnet_blocks(1.4, 1.8)
     assert len(blocks) == 32 and blocks[0]["in"] == 48 and blocks[-1]["out"] == 448
     assert blocks[0]["drop_fraction"] == 0 and blocks[-1]["drop_fraction"] == 31 / 32
 

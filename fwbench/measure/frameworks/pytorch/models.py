@@ -2,7 +2,8 @@
 frameworks/tensorflow/models.py.
 
 Vision models are torchvision's (the reference for parameter counts); the speech and language
-models are written here. Architecture settings come from fwbench.plan.models, once for both.
+models are written here. Architecture settings come from fwbench.plan.models and
+fwbench.plan.architectures, once for both.
 
 torchvision is imported inside the builders that use it: importing it costs about a second per
 process (it imports torch._dynamo), which lenet5 and the speech and language models do not need.
@@ -17,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fwbench.plan import models as zoo
+from fwbench.plan import architectures as nets, models as zoo
 
 
 def build_model(name: str, input_shape: tuple[int, ...], num_classes: int,
@@ -42,11 +43,11 @@ def _lenet5(shape, classes, a):
 
 
 def _resnet(name):
-    kind, blocks, stem = zoo.RESNETS[name]
-    stem_kernel, stem_stride, maxpool = zoo.RESNET_STEMS[stem]
+    kind, blocks, stem = nets.RESNETS[name]
+    stem_kernel, stem_stride, maxpool = nets.RESNET_STEMS[stem]
 
     def build(shape, classes, a):
-        """torchvision's ResNet from the zoo's table (tv.resnet18 and tv.resnet152 build the
+        """torchvision's ResNet from the architecture table (tv.resnet18 and tv.resnet152 build the
         same); conv1 is replaced only where it must be, so resnet18 keeps torchvision's draw."""
         from torchvision.models import resnet as tv
 
@@ -67,7 +68,7 @@ def _vgg16(shape, classes, a):
     model = tv.vgg16(weights=None, num_classes=classes, dropout=a["dropout"])
     if a["classifier"] != 4096:  # a narrower classifier, for tests: the same layers
         width = a["classifier"]
-        model.classifier[0] = nn.Linear(512 * zoo.VGG_POOL * zoo.VGG_POOL, width)
+        model.classifier[0] = nn.Linear(512 * nets.VGG_POOL * nets.VGG_POOL, width)
         model.classifier[3] = nn.Linear(width, width)
         model.classifier[6] = nn.Linear(width, classes)
     if shape[0] != 3:
@@ -80,7 +81,7 @@ def _mobilenet_v2(shape, classes, a):
 
     model = tv.mobilenet_v2(weights=None, num_classes=classes, dropout=a["dropout"])
     if shape[0] != 3:
-        model.features[0][0] = nn.Conv2d(shape[0], zoo.MOBILENET_V2_STEM, 3, 2, 1, bias=False)
+        model.features[0][0] = nn.Conv2d(shape[0], nets.MOBILENET_V2_STEM, 3, 2, 1, bias=False)
     return model
 
 

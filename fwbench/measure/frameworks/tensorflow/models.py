@@ -3,8 +3,8 @@ frameworks/pytorch/models.py.
 
 Every layer with weights is named like the PyTorch module it mirrors (``layer1.0.conv1``), which
 is how fwbench/measure/frameworks/transfer.py copies weights across. keras.applications is not used:
-its ResNet, VGG16, MobileNetV2 and EfficientNet differ from torchvision's (fwbench.plan.models'
-LIBRARY_DIFFERENCES). Padding follows PyTorch: 'same' where that is symmetric (stride 1, odd
+its ResNet, VGG16, MobileNetV2 and EfficientNet differ from torchvision's
+(fwbench.plan.differences). Padding follows PyTorch: 'same' where that is symmetric (stride 1, odd
 kernel), explicit ZeroPadding2D before strided layers. BatchNorm takes PyTorch's epsilon and
 momentum (fwbench.plan.models.BATCH_NORM).
 """
@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 from keras import layers, ops
 
-from fwbench.plan import models as zoo
+from fwbench.plan import architectures as nets, models as zoo
 
 BN = zoo.BATCH_NORM
 
@@ -69,9 +69,9 @@ def _lenet5(x, shape, classes, a):
 
 
 def _resnet(name):
-    kind, blocks, stem = zoo.RESNETS[name]
-    stem_kernel, stem_stride, maxpool = zoo.RESNET_STEMS[stem]
-    expansion = zoo.RESNET_EXPANSION[kind]
+    kind, blocks, stem = nets.RESNETS[name]
+    stem_kernel, stem_stride, maxpool = nets.RESNET_STEMS[stem]
+    expansion = nets.RESNET_EXPANSION[kind]
 
     def build(x, shape, classes, a):
         x = _conv(x, 64, stem_kernel, stem_stride, name="conv1", bias=False)
@@ -79,7 +79,7 @@ def _resnet(name):
         if maxpool:
             # Zero padding equals PyTorch's -inf padding: the pool's inputs are >= 0 after ReLU.
             x = layers.MaxPooling2D(3, 2)(layers.ZeroPadding2D(1)(x))
-        for stage, (width, n) in enumerate(zip(zoo.RESNET_WIDTHS, blocks), start=1):
+        for stage, (width, n) in enumerate(zip(nets.RESNET_WIDTHS, blocks), start=1):
             for index in range(n):
                 stride = 2 if stage > 1 and index == 0 else 1
                 x = _resnet_block(x, kind, width, expansion, stride, f"layer{stage}.{index}")
@@ -136,14 +136,14 @@ class AdaptiveAveragePooling2D(layers.Layer):
 
 def _vgg16(x, shape, classes, a):
     index = 0
-    for v in zoo.VGG16:
+    for v in nets.VGG16:
         if v == "M":
             x = layers.MaxPooling2D(2)(x)
             index += 1
         else:
             x = layers.ReLU()(_conv(x, v, 3, name=f"features.{index}"))
             index += 2
-    x = layers.Flatten()(AdaptiveAveragePooling2D(zoo.VGG_POOL)(x))
+    x = layers.Flatten()(AdaptiveAveragePooling2D(nets.VGG_POOL)(x))
     x = layers.Dense(a["classifier"], activation="relu", name="classifier.0")(x)
     x = layers.Dense(a["classifier"], activation="relu", name="classifier.3")(
         layers.Dropout(a["dropout"])(x))
@@ -152,10 +152,10 @@ def _vgg16(x, shape, classes, a):
 
 def _mobilenet_v2(x, shape, classes, a):
     relu6 = layers.ReLU(6.0)
-    x = relu6(_bn(_conv(x, zoo.MOBILENET_V2_STEM, 3, 2, name="features.0.0", bias=False),
+    x = relu6(_bn(_conv(x, nets.MOBILENET_V2_STEM, 3, 2, name="features.0.0", bias=False),
                   "features.0.1"))
     index = 1
-    for t, c, n, first_stride in zoo.MOBILENET_V2:
+    for t, c, n, first_stride in nets.MOBILENET_V2:
         for i in range(n):
             stride, c_in, p = first_stride if i == 0 else 1, x.shape[-1], f"features.{index}.conv"
             hidden, j, y = int(round(c_in * t)), 0, x
@@ -167,7 +167,7 @@ def _mobilenet_v2(x, shape, classes, a):
             y = _bn(_conv(y, c, 1, name=f"{p}.{j + 1}", bias=False), f"{p}.{j + 2}")
             x = layers.Add()([x, y]) if stride == 1 and c_in == c else y
             index += 1
-    x = relu6(_bn(_conv(x, zoo.MOBILENET_V2_LAST, 1, name=f"features.{index}.0", bias=False),
+    x = relu6(_bn(_conv(x, nets.MOBILENET_V2_LAST, 1, name=f"features.{index}.0", bias=False),
                   f"features.{index}.1"))
     x = layers.Dropout(a["dropout"])(layers.GlobalAveragePooling2D()(x))
     return layers.Dense(classes, name="classifier.1")(x)
@@ -175,7 +175,7 @@ def _mobilenet_v2(x, shape, classes, a):
 
 def _efficientnet_b4(x, shape, classes, a):
     silu = layers.Activation("silu")
-    blocks = zoo.efficientnet_blocks(a["width"], a["depth"])
+    blocks = nets.efficientnet_blocks(a["width"], a["depth"])
     x = silu(_bn(_conv(x, blocks[0]["in"], 3, 2, name="features.0.0", bias=False), "features.0.1"))
     for b in blocks:
         p, j, y = f"features.{b['stage']}.{b['index']}.block", 0, x
