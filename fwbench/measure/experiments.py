@@ -47,6 +47,7 @@ import numpy as np
 from fwbench import SOURCE_DIR
 from fwbench.errors import ConfigError, FwbenchError, Unsupported
 from fwbench.measure import data as datasets
+from fwbench.measure.data_files import DATASETS
 from fwbench.plan.cells import Cell
 from fwbench.plan.models import OPTIMIZERS, check_input
 
@@ -72,7 +73,7 @@ DATA_DEFAULTS = {
     "initial_weights": None,  # .npz from write_initial_weights; None: built in the trial
     "pipeline": "framework",  # "framework": DataLoader / tf.data; "numpy": the same loop in both
 }
-_SHAPES = {tuple(spec.input_shape): name for name, spec in datasets.DATASETS.items()}
+_SHAPES = {tuple(spec.input_shape): name for name, spec in DATASETS.items()}
 
 
 def download_data(name: str, data_dir: str | None = None, **kwargs) -> dict:
@@ -95,8 +96,8 @@ def data_settings(settings: dict, cell: Cell) -> dict:
         if opts["dataset"] is None:
             raise Unsupported(f"no real data set has {list(cell.input_shape)} images; fwbench "
                               f"reads {', '.join(f'{n} {list(s)}' for s, n in _SHAPES.items())}")
-    if opts["dataset"] not in datasets.DATASETS:
-        raise ConfigError(f"data.dataset must be one of {sorted(datasets.DATASETS)}, "
+    if opts["dataset"] not in DATASETS:
+        raise ConfigError(f"data.dataset must be one of {sorted(DATASETS)}, "
                           f"got {opts['dataset']!r}")
     if opts["optimizer"] not in OPTIMIZERS:
         raise ConfigError(f"cell {cell.id}: optimizer must be one of {sorted(OPTIMIZERS)}, "
@@ -338,7 +339,7 @@ def _start(settings: dict, experiment: str) -> _Run:
         raise Unsupported(f"{data.name} has {len(data.classes)} classes; the cell asks for "
                           f"{cell.num_classes}")
     augment = opts["augment"]
-    augment = (datasets.DATASETS[data.name].augment if augment is None else augment)
+    augment = (DATASETS[data.name].augment if augment is None else augment)
     augment = datasets.Augment() if augment else None
 
     from fwbench.measure import provenance
