@@ -15,13 +15,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fwbench.analysis.claims import SELECT_AXES, evaluate_claim, load_claims
+from fwbench.analysis.claims.real_data import TRIAL_METRICS
 from fwbench.analysis.tables import collect_tables, write_tables
 from fwbench.measure.results import make_result, write_json
 from fwbench.measure.supervisor import Outcome
 from fwbench.plan.config import validate
 from fwbench.plan.sweep import Plan
 from fwbench.report import render as report
-from fwbench.report.render import evaluate_claim, load_claims
 from tests.conftest import TINY_CONFIG
 from tests.test_report import LEAKS, html_only, section, visible
 
@@ -267,10 +268,10 @@ def test_real_data_claim_kinds_name_a_known_metric_and_groups():
     for claim in load_claims()["claims"]:
         test = claim["test"]
         if test["kind"] in ("higher", "time_to_accuracy"):
-            assert test["metric"] in report.TRIAL_METRICS, claim["id"]
+            assert test["metric"] in TRIAL_METRICS, claim["id"]
         if test["kind"] == "higher":
             groups = set(test["higher"]) | set(test["lower"])
-            assert groups <= report.SELECT_AXES | {"framework", "optimizer"}, claim["id"]
+            assert groups <= SELECT_AXES | {"framework", "optimizer"}, claim["id"]
         if test["kind"] in ("first_epoch", "time_to_accuracy"):
             assert test["expect"] in ("pytorch_faster", "tensorflow_faster"), claim["id"]
 

@@ -23,14 +23,20 @@ import pandas as pd
 import pytest
 import yaml
 
+from fwbench.analysis.claims import (
+    CLAIM_KINDS,
+    PAPERS,
+    SELECT_AXES,
+    evaluate_claim,
+    load_claims,
+)
+from fwbench.analysis.claims.florencio import TELEMETRY_LABELS
 from fwbench.report import render as report
 from fwbench.report.render import (
     Notes,
     NotMeasured,
     build_report,
-    evaluate_claim,
     fmt_duration,
-    load_claims,
     sig,
 )
 
@@ -447,7 +453,7 @@ def test_sig_and_notes():
 
 def test_claims_file_covers_five_papers_with_every_field():
     catalog = load_claims()
-    assert set(catalog["papers"]) == set(report.PAPERS)
+    assert set(catalog["papers"]) == set(PAPERS)
     ids = [c["id"] for c in catalog["claims"]]
     assert len(ids) == len(set(ids))
     for claim in catalog["claims"]:
@@ -456,22 +462,22 @@ def test_claims_file_covers_five_papers_with_every_field():
             assert str(claim.get(key, "")).strip(), f"{claim['id']}: {key}"
         assert claim["id"].startswith(claim["paper"] + "-")
         test = claim["test"]
-        assert test["kind"] in report.CLAIM_KINDS, claim["id"]
-        assert set(test.get("select", {})) <= report.SELECT_AXES, claim["id"]
+        assert test["kind"] in CLAIM_KINDS, claim["id"]
+        assert set(test.get("select", {})) <= SELECT_AXES, claim["id"]
         if test["kind"] == "direction":
             assert test["expect"] in ("pytorch_faster", "tensorflow_faster")
             assert test.get("aggregate", "all") in ("all", "majority")
         if test["kind"] == "pending":
             assert test["needs"].strip()
         if test["kind"] == "telemetry":
-            assert test["metric"] in report.TELEMETRY_LABELS
+            assert test["metric"] in TELEMETRY_LABELS
             assert test["expect"] in ("pytorch_higher", "tensorflow_higher", "no_difference")
         if test["kind"] == "untestable":
             assert test["reason"].strip()
         if "published_ratio" in claim:
             low, high = claim["published_ratio"]
             assert 0 < low <= high
-    per_paper = {p: sum(c["paper"] == p for c in catalog["claims"]) for p in report.PAPERS}
+    per_paper = {p: sum(c["paper"] == p for c in catalog["claims"]) for p in PAPERS}
     assert all(per_paper.values()), per_paper
 
 

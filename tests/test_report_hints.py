@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from fwbench.analysis import stats as st
+from fwbench.analysis.claims import evaluate_claim
 from fwbench.report import render as report
 from tests.test_report import DIRECTION, LEAKS, _pairs, html_only, section, visible, write_run
 from tests.test_stats import make_tables, shifted
@@ -27,11 +28,11 @@ def _hints(frame: pd.DataFrame, exploratory: bool) -> pd.DataFrame:
 
 def test_a_claim_confirmed_only_by_exploratory_comparisons_is_labelled_exploratory():
     pairs = _pairs((0.8, 0.7, 0.9), (0.85, 0.8, 0.95))
-    hinted = report.evaluate_claim(DIRECTION, _hints(pairs, True), pd.DataFrame())
+    hinted = evaluate_claim(DIRECTION, _hints(pairs, True), pd.DataFrame())
     assert hinted["verdict"] == "confirmed"
     assert hinted["exploratory"] == ("2 of 2 comparisons are exploratory (3 trials on the "
                                      "smaller side, fewer than 7)")
-    firm = report.evaluate_claim(DIRECTION, _hints(pairs, False), pd.DataFrame())
+    firm = evaluate_claim(DIRECTION, _hints(pairs, False), pd.DataFrame())
     assert firm["verdict"] == "confirmed" and firm["exploratory"] == ""
 
 
@@ -48,7 +49,7 @@ def test_real_data_claims_with_few_trials_are_exploratory():
                          "cell_id": f"c-{framework}", "pair_id": "p", "trial": trial,
                          "status": "ok", "cold_start_ns": first * (1 + 0.01 * trial),
                          "median_ns": 1e9})
-    result = report.evaluate_claim(claim, pd.DataFrame(), pd.DataFrame(),
+    result = evaluate_claim(claim, pd.DataFrame(), pd.DataFrame(),
                                    trials=pd.DataFrame(rows))
     assert result["verdict"] == "confirmed"       # TensorFlow's first epoch is the faster
     assert result["exploratory"] == "as few as 5 ok trials in a cell, fewer than 7"

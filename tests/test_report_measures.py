@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fwbench.analysis.claims import evaluate_claim, load_claims
 from fwbench.analysis.flops import achieved_flops
 from fwbench.analysis.scaling import summarize_distributed
 from fwbench.analysis.telemetry_trace import trace_rows
@@ -126,10 +127,10 @@ def test_slower_ddp_contradicts_the_claims():
         & (trials["world_size"] == 2)
     trials.loc[ddp, "median_ns"] *= 2.5
     frames = summarize_distributed(trials)
-    claims = {c["id"]: c for c in report.load_claims()["claims"]}
-    faster = report.evaluate_claim(claims["patel2023-ddp-faster"], pd.DataFrame(),
+    claims = {c["id"]: c for c in load_claims()["claims"]}
+    faster = evaluate_claim(claims["patel2023-ddp-faster"], pd.DataFrame(),
                                    pd.DataFrame(), trials=trials, **frames)
-    linear = report.evaluate_claim(claims["patel2023-ddp-linear"], pd.DataFrame(),
+    linear = evaluate_claim(claims["patel2023-ddp-linear"], pd.DataFrame(),
                                    pd.DataFrame(), trials=trials, **frames)
     assert faster["verdict"] == "contradicted" and "(DataParallel faster)" in faster["ours"]
     assert linear["verdict"] == "contradicted" and "(sub-linear)" in linear["ours"]
@@ -151,14 +152,14 @@ def test_a_run_without_distributed_cells_leaves_scaling_out_and_the_claims_not_m
 def test_distributed_cells_on_the_cpu_or_only_failed_leave_the_gpu_claims_not_measured():
     trials = distributed_trials()
     cpu = summarize_distributed(trials.assign(device="cpu"))
-    claims = {c["id"]: c for c in report.load_claims()["claims"]}
-    result = report.evaluate_claim(claims["patel2023-ddp-linear"], pd.DataFrame(),
+    claims = {c["id"]: c for c in load_claims()["claims"]}
+    result = evaluate_claim(claims["patel2023-ddp-linear"], pd.DataFrame(),
                                    pd.DataFrame(), trials=trials, **cpu)
     assert result["verdict"] == "not measured"
     assert "no pair with device cuda (this run measured cpu)" in result["ours"]
     failed = trials.assign(status="oom", message="CUDA out of memory", median_ns=None)
     frames = summarize_distributed(failed)
-    result = report.evaluate_claim(claims["patel2023-ddp-faster"], pd.DataFrame(),
+    result = evaluate_claim(claims["patel2023-ddp-faster"], pd.DataFrame(),
                                    pd.DataFrame(), trials=failed, **frames)
     assert result["verdict"] == "not measured" and "CUDA out of memory" in result["ours"]
 
@@ -272,7 +273,7 @@ def test_the_report_rule_reads_what_each_rule_writes(rules, name):
 def test_the_distributed_claims_name_a_known_strategy():
     from fwbench.plan.strategies import STRATEGIES
     field = {"strategy_comparison": "expect", "scaling": "strategy"}
-    claims = [c for c in report.load_claims()["claims"] if c["test"]["kind"] in field]
+    claims = [c for c in load_claims()["claims"] if c["test"]["kind"] in field]
     assert {c["id"] for c in claims} == {"patel2023-ddp-faster", "patel2023-ddp-linear"}
     for claim in claims:
         assert claim["test"][field[claim["test"]["kind"]]] in STRATEGIES, claim["id"]

@@ -17,7 +17,6 @@ Usage::
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import sys
@@ -30,34 +29,64 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
-import yaml
 
 from fwbench import SOURCE_DIR, __version__
-from fwbench.analysis.stats import hodges_lehmann, median_ci
+from fwbench.analysis.claims import (
+    MIN_TRIALS_FOR_VERDICT,
+    VERDICTS,
+    evaluate_claim,
+    load_claims,
+)
+from fwbench.analysis.claims.distributed import (
+    DISTRIBUTED_ABSENT,
+    NO_SCALING,
+    NO_STRATEGIES,
+    distributed_absent as _distributed_absent,
+    faster_text as _faster_text,
+    shortfall as _shortfall,
+)
+from fwbench.analysis.claims.florencio import TELEMETRY_LABELS, telemetry_absent
+from fwbench.analysis.claims.real_data import (
+    metric_format as _metric_format,
+    no_real_data as _no_real_data,
+    real_data_trials,
+)
+from fwbench.analysis.claims.wording import (
+    fmt_duration,
+    fmt_interval,
+    fmt_p,
+    join as _join,
+    label as _label,
+    percent as _percent,
+    sig,
+    text as _text,
+    unique as _unique,
+    with_level,
+)
+from fwbench.analysis.estimators import median_ci
 from fwbench.analysis.telemetry_trace import CHOICE
 from fwbench.analysis.trial_quality import adjacency_summary, steadiness_summary
 from fwbench.environment.images import DIGEST
 from fwbench.measure.telemetry.machine import CPU_COLUMNS, GPU_COLUMNS
 from fwbench.plan.cells import REAL_DATA
-from fwbench.report import figures as figs
-from fwbench.report.figures import missing, outcome
+from fwbench.report.figures import (
+    convergence,
+    flops,
+    papers,
+    scaling,
+    speed,
+    style,
+    telemetry,
+    usage as usage_figures,
+    why,
+)
+from fwbench.report.figures.style import missing, outcome
 
 if TYPE_CHECKING:  # imported where used, like jinja2
     import markupsafe
 
 REPORT_DIR = SOURCE_DIR / "report"
 TEMPLATE = "report.html.j2"
-CLAIMS_PATH = REPORT_DIR / "claims.yaml"
-
-FRAMEWORK_LABELS = figs.FRAMEWORK_LABELS
-PAPERS = ["patel2023", "dai2022", "florencio2019", "tian2020", "sumanjali2024"]
-VERDICTS = ["confirmed", "contradicted", "equivalent", "inconclusive", "not measured",
-            "untestable"]
-CLAIM_KINDS = {"direction", "mixed", "batch_trend", "normality", "telemetry", "power_batch",
-               "gap_explanation", "strategy_comparison", "scaling", "pending", "untestable",
-               "first_epoch", "higher", "time_to_accuracy"}
-SELECT_AXES = set(figs.PAIR_AXES)
-
 # Provenance columns the trials table may carry; each one absent is named in the version audit.
 AUDIT_COLUMNS = {
     "framework_version": "framework version",
@@ -76,9 +105,6 @@ AUDIT_COLUMNS = {
     "git_dirty": "uncommitted changes",
 }
 HARDWARE_COLUMNS = ["cpu_model", "cpu_count", "device_name", "driver", "platform", "hostname"]
-MIN_TRIALS_FOR_VERDICT = 7
-
-
 # --- inputs -----------------------------------------------------------------------------------
 
 @dataclass
@@ -91,25 +117,28 @@ class Inputs:
     comparisons: pd.DataFrame
     tests: pd.DataFrame
     problems: dict = field(default_factory=dict)
-    # The "why" section's inputs (fwbench.plan.ablation, fwbench.measure.profiling); empty when not run.
+    # The "why" section's inputs (fwbench.plan.ablation, fwbench.measure.profiling); empty when
+    # not run.
     ablation: pd.DataFrame = field(default_factory=pd.DataFrame)
     gaps: pd.DataFrame = field(default_factory=pd.DataFrame)
     profiles: pd.DataFrame = field(default_factory=pd.DataFrame)
-    # Beyond one device (fwbench.measure.distributed), achieved FLOP/s (fwbench.analysis.flops) and one trial's
-    # telemetry over time (fwbench.analysis.telemetry_trace); empty when not passed.
+    # Beyond one device (fwbench.measure.distributed), achieved FLOP/s (fwbench.analysis.flops)
+    # and one trial's telemetry over time (fwbench.analysis.telemetry_trace); empty when not
+    # passed.
     scaling: pd.DataFrame = field(default_factory=pd.DataFrame)
     strategies: pd.DataFrame = field(default_factory=pd.DataFrame)
     flops: pd.DataFrame = field(default_factory=pd.DataFrame)
     telemetry_trace: pd.DataFrame = field(default_factory=pd.DataFrame)
-    # The real-data experiments' records (fwbench.measure.results): per epoch, and confusion matrices.
+    # The real-data experiments' records (fwbench.measure.results): per epoch, and confusion
+    # matrices.
     epochs: pd.DataFrame = field(default_factory=pd.DataFrame)
     confusion: pd.DataFrame = field(default_factory=pd.DataFrame)
     # The version audit (rules/audit.smk): versions.csv, and each diff-<other>.csv beside it.
     versions: pd.DataFrame = field(default_factory=pd.DataFrame)
     diffs: dict = field(default_factory=dict)
     versions_path: str | None = None
-    # What a framework costs its user (fwbench.analysis.memory, fwbench.analysis.latency), and the iterations
-    # the latency distribution is drawn from; empty when not passed.
+    # What a framework costs its user (fwbench.analysis.memory, fwbench.analysis.latency), and
+    # the iterations the latency distribution is drawn from; empty when not passed.
     memory: pd.DataFrame = field(default_factory=pd.DataFrame)
     memory_comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)
     latency: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -161,7 +190,7 @@ def _read_iterations(path) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     have = set(pq.read_schema(path).names)
-    columns = [c for c in ITERATION_COLUMNS + figs.PAIR_AXES if c in have]
+    columns = [c for c in ITERATION_COLUMNS + style.PAIR_AXES if c in have]
     return _normalize_axes(pd.read_parquet(path, columns=columns))
 
 
@@ -199,7 +228,7 @@ def _with_unmeasured_pairs(comparisons: pd.DataFrame, cells: pd.DataFrame) -> pd
     if cells.empty or "pair_id" not in cells:
         return comparisons
     known = set(comparisons["pair_id"]) if "pair_id" in comparisons else set()
-    axes = [a for a in figs.PAIR_AXES if a in cells]
+    axes = [a for a in style.PAIR_AXES if a in cells]
     extra = (cells[~cells["pair_id"].astype(str).isin(known)]
              .drop_duplicates("pair_id")[["pair_id", *axes]])
     if extra.empty:
@@ -226,7 +255,7 @@ def _normalize_axes(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.copy()
     if "batch_size" in frame:
         frame["batch_size"] = pd.to_numeric(frame["batch_size"], errors="coerce").astype("Int64")
-    for axis in figs.PAIR_AXES + ["framework", "pair_id", "cell_id"]:
+    for axis in style.PAIR_AXES + ["framework", "pair_id", "cell_id"]:
         if axis in frame and axis != "batch_size":
             frame[axis] = frame[axis].astype(str)
     return frame
@@ -265,35 +294,6 @@ class Notes:
         return NotMeasured(reason, self.reasons.index(reason) + 1)
 
 
-def sig(value: float, digits: int = 3) -> str:
-    """``value`` with ``digits`` significant digits, in plain notation (0.820, 1.40, 1234)."""
-    value = float(value)
-    if value == 0:
-        return "0"
-    exponent = math.floor(math.log10(abs(value)))
-    if exponent < -4:
-        return f"{value:.{digits - 1}e}"
-    return f"{value:.{max(digits - 1 - exponent, 0)}f}"
-
-
-def fmt_duration(ns) -> str:
-    """Nanoseconds as a readable duration with 3 significant digits: 812 µs, 2.44 ms, 1.20 s."""
-    seconds = float(ns) / 1e9
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{sig(seconds / scale)} {unit}"
-    return f"{sig(seconds / 1e-9)} ns"
-
-
-def fmt_p(p) -> str:
-    p = float(p)
-    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
-
-
-def fmt_interval(low, high, fmt=sig) -> str:
-    return f"[{fmt(low)}, {fmt(high)}]"
-
-
 def _get(row, column: str, notes: Notes, reason: str, fmt=str):
     """The formatted value of ``row[column]``, or NotMeasured with ``reason``."""
     if column not in row.index:
@@ -311,36 +311,12 @@ def _interval(row, low: str, high: str, notes: Notes, reason: str, fmt=sig):
     return fmt_interval(row[low], row[high], fmt)
 
 
-def _label(framework) -> str:
-    return FRAMEWORK_LABELS.get(str(framework), str(framework))
-
-
-def _join(items) -> str:
-    items = [str(i) for i in items]
-    if len(items) <= 2:
-        return " and ".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def _span(values) -> str:
     """A count or range of counts as text: "3" or "2–3"."""
     values = sorted({int(v) for v in values if not missing(v)})
     if not values:
         return "none"
     return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
-
-
-def _text(value) -> str:
-    """A table value as text; whole floats (a nullable integer read back) without ".0"."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _unique(frame: pd.DataFrame, column: str) -> list[str]:
-    if column not in frame:
-        return []
-    return sorted({_text(v) for v in frame[column] if not missing(v)})
 
 
 # --- numbering: figures and tables in document order ------------------------------------------
@@ -384,7 +360,7 @@ def _table(numbering: Numbering, key: str, caption: str, columns: list[str], row
             "legend": legend.entries() if legend else []}
 
 
-def _figure(numbering: Numbering, figure: figs.Figure, href: str) -> dict:
+def _figure(numbering: Numbering, figure: style.Figure, href: str) -> dict:
     return {"key": figure.key, "title": figure.title, "caption": figure.caption,
             "source": figure.source, "reason": figure.reason,
             "src": f"{href}/{figure.file}" if figure.file else None,
@@ -548,7 +524,8 @@ def warnings(data: Inputs, soft: list[dict]) -> list[str]:
 
 # --- the stack each framework ran on, and whether its image was pinned ---------------------------
 
-# Trials-table columns (fwbench.analysis.tables.environment_columns) that make up a framework's stack.
+# Trials-table columns (fwbench.analysis.tables.environment_columns) that make up a framework's
+# stack.
 STACK_ITEMS = {
     "cuda": "CUDA (framework build)",
     "cudnn": "cuDNN (framework build)",
@@ -716,7 +693,7 @@ def _varying(frame: pd.DataFrame, axes: list[str]) -> list[str]:
 
 def _constant(frame: pd.DataFrame, axes: list[str]) -> str:
     return "; ".join(f"{a.replace('_', ' ')} {value}"
-                     for a, value in figs.constant_axes(frame, axes).items())
+                     for a, value in style.constant_axes(frame, axes).items())
 
 
 def _axis_header(axis: str) -> str:
@@ -724,7 +701,7 @@ def _axis_header(axis: str) -> str:
 
 
 def _sorted(frame: pd.DataFrame, extra: list[str] = ()) -> pd.DataFrame:
-    keys = [a for a in figs.PAIR_AXES + list(extra) if a in frame]
+    keys = [a for a in style.PAIR_AXES + list(extra) if a in frame]
     return frame.sort_values(keys, kind="stable") if keys else frame
 
 
@@ -741,7 +718,7 @@ def settings_table(numbering: Numbering, soft: list[dict]) -> dict:
 
 def comparison_table(numbering: Numbering, data: Inputs, failures: dict) -> dict:
     frame, notes = _sorted(data.comparisons), Notes()
-    axes = _varying(frame, figs.PAIR_AXES) or ["model"]
+    axes = _varying(frame, style.PAIR_AXES) or ["model"]
     problem = data.problems.get("comparisons")
     no_ratio = (f"no statistics ({problem})" if problem else
                 "the statistics computed no ratio (both frameworks need ok trials)")
@@ -782,7 +759,7 @@ def comparison_table(numbering: Numbering, data: Inputs, failures: dict) -> dict
                "device, phase) hold together at 95 % unless stated, each at 1 − 0.05/m for the "
                f"family's m comparisons; the verdict reads the interval alone.{interval}"
                f"{_family_level_sentence(uniform)} "
-               f"{_constant(frame, figs.PAIR_AXES)}.")
+               f"{_constant(frame, style.PAIR_AXES)}.")
     why = data.problems.get("comparisons", "no matched pair was compared")
     return _table(numbering, "comparisons", caption,
                   [_axis_header(a) for a in axes] + ["Ratio", "Interval"]
@@ -802,10 +779,6 @@ def _family_level_sentence(level) -> str:
             "and none decides a verdict.")
 
 
-def _percent(level) -> str:
-    return f"{100 * float(level):.1f}".rstrip("0").rstrip(".") + " %"
-
-
 def _uniform_level(frame: pd.DataFrame, column: str):
     """The one interval level every row has, or None when they differ or are unknown."""
     levels = {round(float(v), 6) for v in frame.get(column, []) if not missing(v)}
@@ -821,11 +794,7 @@ def _level_sentence(level) -> str:
 
 def _with_level(interval, level, uniform=None):
     """An interval, with its coverage when that is not the nominal 95 % nor said in the caption."""
-    if isinstance(interval, NotMeasured) or missing(level) or abs(float(level) - 0.95) < 1e-9:
-        return interval
-    if uniform is not None and abs(float(level) - uniform) < 1e-6:
-        return interval
-    return f"{interval} at {_percent(level)}"
+    return interval if isinstance(interval, NotMeasured) else with_level(interval, level, uniform)
 
 
 def _cliffs(row, notes: Notes):
@@ -848,7 +817,7 @@ def cell_table(numbering: Numbering, data: Inputs, failures: dict) -> dict:
     if frame.empty:
         frame = data.cells
     frame = _sorted(frame, ["framework"])
-    axes = _varying(frame, figs.PAIR_AXES) or ["model"]
+    axes = _varying(frame, style.PAIR_AXES) or ["model"]
     status = _cell_status(data.trials)
     shared, legend = _shared_warnings(frame), Legend("W")
     uniform = _uniform_level(frame, "ci_level")
@@ -870,7 +839,7 @@ def cell_table(numbering: Numbering, data: Inputs, failures: dict) -> dict:
                "iteration times with its confidence interval (95 % unless stated), "
                "interquartile range and coefficient of variation between trials; throughput "
                "(samples/s); median cold-start iteration. "
-               f"{_constant(frame, figs.PAIR_AXES)}.{_level_sentence(uniform)}"
+               f"{_constant(frame, style.PAIR_AXES)}.{_level_sentence(uniform)}"
                + (f" Every cell: {'; '.join(shared)}." if shared else ""))
     why = data.problems.get("cell_stats", "no cell was summarized")
     return _table(numbering, "cells", caption,
@@ -961,7 +930,7 @@ def tests_table(numbering: Numbering, data: Inputs) -> dict:
 
 def _test_value(row, column: str, notes: Notes):
     value = row[column]
-    if column == "decision" and not missing(value) and figs.is_exploratory(row):
+    if column == "decision" and not missing(value) and style.is_exploratory(row):
         return f"{value} (exploratory)"
     if missing(value):
         return "" if column in ("note", "variant") else "—"
@@ -1128,515 +1097,7 @@ def builder_versions() -> dict:
     return out
 
 
-# --- claims -------------------------------------------------------------------------------------
-
-@cache
-def load_claims(path: str = str(CLAIMS_PATH)) -> dict:
-    with open(path) as f:
-        return yaml.safe_load(f)
-
-
-def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFrame,
-                   tests: pd.DataFrame | None = None, trials: pd.DataFrame | None = None,
-                   gaps: pd.DataFrame | None = None, scaling: pd.DataFrame | None = None,
-                   strategies: pd.DataFrame | None = None) -> dict:
-    """The verdict on one published claim: {verdict, ours, notes, exploratory}.
-
-    ``exploratory`` says why the verdict is only a hint ("" when it is not): it was judged from
-    comparisons the statistics mark exploratory, or from fewer trials than a verdict needs. A
-    hint confirms or contradicts nothing on its own, and the report labels it everywhere.
-    """
-    args = (claim, comparisons, cell_stats, tests, trials, gaps, scaling, strategies)
-    result = _judge_claim(*args)
-    undecided = result["verdict"] in ("not measured", "untestable")
-    result["exploratory"] = "" if undecided else _claim_hint(*args)
-    return result
-
-
-def _judge_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFrame,
-                 tests: pd.DataFrame | None = None, trials: pd.DataFrame | None = None,
-                 gaps: pd.DataFrame | None = None, scaling: pd.DataFrame | None = None,
-                 strategies: pd.DataFrame | None = None) -> dict:
-    """The verdict on one published claim: {verdict, ours, notes}.
-
-    ``direction`` and ``mixed`` read the comparisons; ``batch_trend`` reads the statistics'
-    trend tests (Jonckheere-Terpstra) or, without them, the cell statistics; ``normality``,
-    ``telemetry`` and ``power_batch`` read the statistics' replications of the papers' tests
-    (and the trials' telemetry values); ``gap_explanation`` reads the counterfactual mode tests
-    (``fwbench.analysis.ablation.gap_tests``); ``strategy_comparison`` and ``scaling`` read the
-    distributed experiment's stats/strategies.csv and stats/scaling.csv; ``first_epoch``,
-    ``higher`` and ``time_to_accuracy`` read the trials of the real-data experiments
-    (``_judge_real_data``); ``pending`` and ``untestable`` say why no verdict is possible.
-    """
-    test = claim["test"]
-    kind = test["kind"]
-    if kind == "untestable":
-        return {"verdict": "untestable", "ours": f"untestable: {test['reason']}", "notes": []}
-    if kind == "pending":
-        return {"verdict": "not measured", "ours": f"not measured in this run: needs "
-                f"{test['needs']}", "notes": []}
-    if kind == "power_batch":
-        return _judge_power(tests)
-    if kind == "gap_explanation":
-        return _judge_gap_explanation(gaps, test.get("select", {}))
-    if kind == "strategy_comparison":
-        return _judge_strategies(strategies, test, trials)
-    if kind == "scaling":
-        return _judge_scaling(scaling, test, trials)
-    if kind in ("first_epoch", "higher", "time_to_accuracy"):
-        return _judge_real_data(claim, trials)
-    if kind == "batch_trend" and tests is not None:
-        from_tests = _trend_from_tests(tests)
-        if from_tests:
-            return from_tests
-    source = cell_stats if kind == "batch_trend" else comparisons
-    rows, notes = _claim_rows(source, test.get("select", {}))
-    if isinstance(rows, str):
-        return {"verdict": "not measured", "ours": f"not measured in this run: {rows}",
-                "notes": notes}
-    if kind == "normality":
-        verdict, ours = _judge_normality(rows, tests)
-        return {"verdict": verdict, "ours": ours, "notes": notes}
-    if kind == "telemetry":
-        verdict, ours = _judge_telemetry(rows, claim, trials, tests)
-        return {"verdict": verdict, "ours": ours, "notes": notes}
-    judge = {"direction": _judge_direction, "mixed": _judge_mixed,
-             "batch_trend": _judge_batch_trend}[kind]
-    verdict, ours = judge(rows, claim)
-    return {"verdict": verdict, "ours": ours, "notes": notes}
-
-
-def _claim_hint(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFrame,
-                tests: pd.DataFrame | None, trials: pd.DataFrame | None,
-                gaps: pd.DataFrame | None, scaling: pd.DataFrame | None,
-                strategies: pd.DataFrame | None) -> str:
-    """Why a claim's verdict is only a hint, from the rows its kind was judged on; "" if not."""
-    test = claim["test"]
-    kind, select = test["kind"], test.get("select", {})
-    if kind in ("direction", "mixed", "normality", "telemetry"):
-        rows, _ = _claim_rows(comparisons, select)
-        return _hint_from_comparisons(rows)
-    if kind in ("batch_trend", "power_batch") and tests is not None and "exploratory" in tests:
-        prefix = "Jonckheere" if kind == "batch_trend" else "TOST"
-        rows = tests[(tests["source"] == "patel2023") & (tests["decision"] != "skipped")
-                     & tests["test"].astype(str).str.startswith(prefix)]
-        hints = int(sum(figs.flag(v) for v in rows["exploratory"]))
-        if len(rows):
-            return (f"{hints} of {len(rows)} series have fewer than {MIN_TRIALS_FOR_VERDICT} "
-                    "trials at some batch size" if hints else "")
-    if kind == "batch_trend":
-        rows, _ = _claim_rows(cell_stats, select)
-        return _fewest(rows, ["n_ok"], "trials in a cell")
-    if kind == "gap_explanation" and gaps is not None and len(gaps):
-        rows, _ = _claim_rows(gaps, select)
-        return _fewest(rows, ["n_pytorch", "n_tensorflow"], "trials on a side")
-    if kind in ("strategy_comparison", "scaling"):
-        frame, counts, strategy = ((strategies, ["n_single", "n_multi"], test.get("expect"))
-                                   if kind == "strategy_comparison" else
-                                   (scaling, ["n_baseline", "n_trials"], test.get("strategy")))
-        rows, _ = _distributed_claim_rows(frame, test, strategy, "")
-        return _fewest(rows, counts, "trials of a strategy")
-    if kind in ("first_epoch", "higher", "time_to_accuracy") and trials is not None:
-        frame = real_data_trials(trials, str(select.get("experiment", "convergence")))
-        rows, _ = _claim_rows(frame, select) if len(frame) else ("", [])
-        if isinstance(rows, str) or "cell_id" not in rows:
-            return ""
-        return _fewest(rows.groupby("cell_id").size().rename("n").to_frame(), ["n"],
-                       "ok trials in a cell")
-    return ""
-
-
-def _hint_from_comparisons(rows) -> str:
-    if isinstance(rows, str) or "exploratory" not in rows:
-        return ""
-    rated = rows[[not missing(r) for r in rows["ratio"]]] if "ratio" in rows else rows
-    hints = rated[[figs.flag(v) for v in rated["exploratory"]]]
-    if hints.empty:
-        return ""
-    reasons = list(dict.fromkeys(part for r in hints.get("exploratory_reason", [])
-                                 if not missing(r) for part in str(r).split("; ") if part))
-    why = f" ({'; '.join(reasons[:3])}{'; …' if len(reasons) > 3 else ''})" if reasons else ""
-    return f"{len(hints)} of {len(rated)} comparisons are exploratory{why}"
-
-
-def _fewest(rows, columns: list[str], what: str) -> str:
-    """"" when every row has at least MIN_TRIALS_FOR_VERDICT in each count column, else why."""
-    if isinstance(rows, str) or rows is None or rows.empty:
-        return ""
-    counts = [pd.to_numeric(rows[c], errors="coerce") for c in columns if c in rows]
-    if not counts:
-        return ""
-    fewest = min(float(c.min()) for c in counts)
-    if missing(fewest) or fewest >= MIN_TRIALS_FOR_VERDICT:
-        return ""
-    return f"as few as {int(fewest)} {what}, fewer than {MIN_TRIALS_FOR_VERDICT}"
-
-
-def _claim_rows(frame: pd.DataFrame, select: dict):
-    """The rows a claim selects, or the reason there are none; notes on how they were chosen."""
-    if frame.empty:
-        return "the statistics hold no rows", []
-    for axis, wanted in select.items():
-        values = [str(v) for v in (wanted if isinstance(wanted, list) else [wanted])]
-        have = _unique(frame, axis)
-        if not set(values) & set(have):
-            return (f"it has no pair with {axis.replace('_', ' ')} {' or '.join(values)} "
-                    f"(this run measured {_join(have) or 'none'})"), []
-        frame = frame[frame[axis].astype(str).isin(values)]
-    if frame.empty:
-        return "no pair has every selected setting at once", []
-    notes = []
-    if "profile" in frame:
-        if (frame["profile"] == "defaults").any():
-            frame = frame[frame["profile"] == "defaults"]
-        else:
-            notes.append("Judged on the matched profile: this run has no `defaults` profile, "
-                         "and the paper ran each framework's defaults.")
-    if "device" not in select and "device" in frame:
-        notes.append(f"Measured on: {_join(_unique(frame, 'device'))}.")
-    return frame, notes
-
-
-def _judge_direction(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
-    rows = rows[[not missing(r) for r in rows["ratio"]]] if "ratio" in rows else rows.iloc[0:0]
-    if rows.empty:
-        return "not measured", "not measured in this run: the selected pairs have no ratio"
-    expect = claim["test"]["expect"]
-    opposite = "tensorflow_faster" if expect == "pytorch_faster" else "pytorch_faster"
-    kinds = [outcome(r) for _, r in rows.iterrows()]
-    n, agree, against = len(kinds), kinds.count(expect), kinds.count(opposite)
-    equal = kinds.count("equivalent")
-    need = n if claim["test"].get("aggregate", "all") == "all" else n // 2 + 1
-    if agree >= need:
-        verdict = "confirmed"
-    elif against >= need or (against and not agree and need == n):
-        verdict = "contradicted"
-    elif equal >= need:
-        verdict = "equivalent"
-    else:
-        verdict = "inconclusive"
-    return verdict, _ratio_summary(rows, kinds, claim.get("published_ratio"))
-
-
-def _ratio_summary(rows: pd.DataFrame, kinds: list[str], published) -> str:
-    counts = ", ".join(f"{kinds.count(k)} {figs.OUTCOME_LABELS[k]}" for k in figs.OUTCOME_LABELS
-                       if kinds.count(k))
-    if len(rows) == 1:
-        row = rows.iloc[0]
-        text = f"ratio {sig(row['ratio'])}"
-        if not missing(row.get("ratio_ci_low")) and not missing(row.get("ratio_ci_high")):
-            text += f" {fmt_interval(row['ratio_ci_low'], row['ratio_ci_high'])}"
-            if published:
-                low, high = row["ratio_ci_low"], row["ratio_ci_high"]
-                inside = low <= published[1] and high >= published[0]
-                text += (f"; {'overlaps' if inside else 'outside'} the published "
-                         f"{sig(published[0])}–{sig(published[1])}")
-        return f"{text} ({counts})"
-    ratios = rows["ratio"].astype(float)
-    return (f"{len(rows)} pairs, ratio {sig(ratios.min())} to {sig(ratios.max())}: {counts}")
-
-
-def _judge_mixed(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
-    rows = rows[[not missing(r) for r in rows["ratio"]]] if "ratio" in rows else rows.iloc[0:0]
-    if rows.empty:
-        return "not measured", "not measured in this run: the selected pairs have no ratio"
-    kinds = [outcome(r) for _, r in rows.iterrows()]
-    pt, tf = kinds.count("pytorch_faster"), kinds.count("tensorflow_faster")
-    if pt and tf:
-        verdict = "confirmed"
-    elif len(kinds) >= 2 and (pt == len(kinds) or tf == len(kinds)):
-        verdict = "contradicted"
-    else:
-        verdict = "inconclusive"
-    return verdict, _ratio_summary(rows, kinds, None)
-
-
-NORMALITY_TESTS = (("Kolmogorov-Smirnov", "as published"), ("Lilliefors", ""),
-                   ("Shapiro-Wilk", ""))
-
-
-def _judge_normality(pairs: pd.DataFrame, tests: pd.DataFrame | None) -> tuple[str, str]:
-    """florencio2019's "not normal": the statistics' normality tests of the selected pairs.
-
-    The verdict follows Shapiro-Wilk (a sound test); the KS test as published (parameters
-    estimated from the same sample) and Lilliefors are reported beside it.
-    """
-    needed = {"source", "test", "variant", "scope", "decision"}
-    if tests is None or not needed <= set(tests.columns):
-        return "not measured", "not measured in this run: the statistics ran no normality test"
-    scopes = tests["scope"].astype(str).str.split(" ").str[0]
-    rows = tests[(tests["source"] == "florencio2019") & scopes.isin(set(pairs["pair_id"]))]
-    counts, verdict = [], "not measured"
-    for name, variant in NORMALITY_TESTS:
-        part = rows[(rows["test"] == name)
-                    & rows["variant"].astype(str).str.contains(variant, regex=False)
-                    & (rows["decision"] != "skipped")]
-        if part.empty:
-            continue
-        rejected = int((part["decision"] == "reject H0").sum())
-        counts.append(f"{name}{' as published' if variant else ''} rejects normality in "
-                      f"{rejected} of {len(part)}")
-        if name == "Shapiro-Wilk":
-            verdict = ("confirmed" if rejected == len(part) else
-                       "contradicted" if rejected == 0 else "inconclusive")
-    if not counts:
-        return "not measured", "not measured in this run: no normality test of these cells"
-    return verdict, "; ".join(counts) + " samples"
-
-
-def _judge_telemetry(pairs: pd.DataFrame, claim: dict, trials: pd.DataFrame | None,
-                     tests: pd.DataFrame | None) -> tuple[str, str]:
-    """A florencio2019 telemetry claim: per pair, the frameworks' medians of one per-trial value
-    and the statistics' Mann-Whitney test over trials (florencio2019 rows, unpaired, sound)."""
-    test = claim["test"]
-    column, expect = test["metric"], test["expect"]
-    trials = trials if trials is not None else pd.DataFrame()
-    values = trials[trials["pair_id"].astype(str).isin(set(pairs["pair_id"]))] \
-        if "pair_id" in trials else trials
-    if column not in values or values[column].notna().sum() == 0:
-        return "not measured", f"not measured in this run: {telemetry_absent(values, column)}"
-    decided = {}
-    if tests is not None and {"scope", "metric", "variant", "decision"} <= set(tests.columns):
-        sound = tests[(tests["metric"] == column)
-                      & (tests["variant"] == "unpaired, trials (sound)")]
-        decided = dict(zip(sound["scope"].astype(str), sound["decision"]))
-    outcomes, texts = [], []
-    for pair_id, group in values[values[column].notna()].groupby("pair_id", sort=True):
-        medians = group.groupby("framework")[column].median()
-        if not {"pytorch", "tensorflow"} <= set(medians.index):
-            continue
-        pt, tf = float(medians["pytorch"]), float(medians["tensorflow"])
-        significant = decided.get(str(pair_id)) == "reject H0"
-        higher = "pytorch_higher" if pt > tf else "tensorflow_higher"
-        outcomes.append(higher if significant else "no_difference")
-        texts.append(f"PyTorch {sig(pt)} against TensorFlow {sig(tf)} "
-                     f"({'different' if significant else 'no significant difference'})")
-    if not outcomes:
-        return "not measured", ("not measured in this run: no pair has the value for both "
-                                "frameworks")
-    n, agree = len(outcomes), outcomes.count(expect)
-    if expect == "no_difference":
-        verdict = "contradicted" if agree < n else "inconclusive"
-    else:
-        opposite = "tensorflow_higher" if expect == "pytorch_higher" else "pytorch_higher"
-        verdict = ("confirmed" if agree == n else
-                   "contradicted" if outcomes.count(opposite) and not agree else "inconclusive")
-    label = TELEMETRY_LABELS.get(column, column)
-    return verdict, f"{label}, medians over trials: " + "; ".join(texts)
-
-
-def _judge_power(tests: pd.DataFrame | None) -> dict:
-    """patel2023's "batch size does not affect power": the statistics' TOST equivalence rows."""
-    rows = pd.DataFrame()
-    if tests is not None and {"source", "test", "decision"} <= set(tests.columns):
-        rows = tests[(tests["source"] == "patel2023")
-                     & tests["test"].astype(str).str.startswith("TOST")
-                     & (tests["decision"] != "skipped")]
-    if rows.empty:
-        return {"verdict": "not measured", "notes": [],
-                "ours": "not measured in this run: no inference cell has GPU power values at "
-                        "two batch sizes or more (NVML on an NVIDIA GPU)"}
-    shown = int((rows["decision"] == "equivalent").sum())
-    verdict = "confirmed" if shown == len(rows) else "inconclusive"
-    return {"verdict": verdict, "notes": [],
-            "ours": f"TOST equivalence of power across batch sizes (±rope): shown in {shown} of "
-                    f"{len(rows)} model and framework series"}
-
-
-def _trend_from_tests(tests: pd.DataFrame) -> dict | None:
-    """The batch-size claim judged by the statistics' decreasing-trend tests, if they ran."""
-    if not {"source", "test", "decision"} <= set(tests.columns):
-        return None
-    trend = tests[(tests["source"] == "patel2023")
-                  & tests["test"].astype(str).str.startswith("Jonckheere")
-                  & (tests["decision"] != "skipped")]
-    if trend.empty:
-        return None
-    rejected = int((trend["decision"] == "reject H0").sum())
-    n = len(trend)
-    verdict = "confirmed" if rejected == n else "inconclusive"
-    p = ", ".join(fmt_p(v) for v in trend.get("p_corrected", pd.Series(dtype=float))
-                  if not missing(v))
-    return {"verdict": verdict, "notes": [],
-            "ours": f"Jonckheere-Terpstra test for a decreasing time per sample: {rejected} of "
-                    f"{n} model and framework series decrease significantly"
-                    + (f" (Holm-corrected p: {p})" if p else "")}
-
-
-def _judge_batch_trend(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
-    needed = {"median_ns", "ci_low_ns", "ci_high_ns", "batch_size"}
-    if not needed <= set(rows.columns):
-        return "not measured", ("not measured in this run: the cell statistics lack "
-                                + _join(sorted(needed - set(rows.columns))))
-    rows = rows[[not missing(v) for v in rows["median_ns"]]]
-    keys = [k for k in ("device", "model", "framework", "input_shape", "mode", "profile")
-            if k in rows]
-    falls, rises, series = 0, 0, []
-    for key, group in rows.groupby(keys, sort=True):
-        if group["batch_size"].nunique() < 2:
-            continue
-        small = group.loc[group["batch_size"].idxmin()]
-        large = group.loc[group["batch_size"].idxmax()]
-        b_small, b_large = int(small["batch_size"]), int(large["batch_size"])
-        if large["ci_high_ns"] / b_large < small["ci_low_ns"] / b_small:
-            falls += 1
-        elif large["ci_low_ns"] / b_large > small["ci_high_ns"] / b_small:
-            rises += 1
-        series.append(f"{key[1]} {_label(key[2])}: {fmt_duration(small['median_ns'] / b_small)}"
-                      f" → {fmt_duration(large['median_ns'] / b_large)}")
-    if not series:
-        return "not measured", ("not measured in this run: no model has two batch sizes "
-                                "with a measured inference time")
-    n = len(series)
-    verdict = ("confirmed" if falls == n else "contradicted" if rises > n / 2
-               else "inconclusive")
-    return verdict, (f"time per sample, smallest → largest batch: {'; '.join(series)} "
-                     f"({falls} of {n} fall, {rises} rise)")
-
-
-GAP_CLOSES = ("closes the gap", "reverses the gap", "narrows the gap")
-GAP_KEEPS = ("does not close the gap", "widens the gap")
-
-
-def _judge_gap_explanation(gaps: pd.DataFrame | None, select: dict) -> dict:
-    """patel2023's explanation of TensorFlow's CPU advantage (its static graph and XLA), judged
-    by the counterfactual modes: it holds where switching TensorFlow to eager closes (or
-    narrows, or reverses) an established TensorFlow advantage."""
-    needs = ("not measured in this run: needs PyTorch eager against TensorFlow tf.function and "
-             "against TensorFlow eager on the selected cells (mode pairs `idiomatic` and `eager`)")
-    if gaps is None or gaps.empty:
-        return {"verdict": "not measured", "ours": needs, "notes": []}
-    rows, notes = _claim_rows(gaps, select)
-    if isinstance(rows, str):
-        return {"verdict": "not measured", "ours": f"not measured in this run: {rows}",
-                "notes": notes}
-    eager = rows[rows["counterfactual"] == "TensorFlow eager"]
-    if eager.empty:
-        return {"verdict": "not measured", "ours": needs, "notes": notes}
-    with_gap = eager[eager["verdict"] != "no TensorFlow advantage to explain"]
-    ratios = _join(sig(v) for v in eager["baseline_ratio"])
-    if with_gap.empty:
-        return {"verdict": "inconclusive", "notes": notes,
-                "ours": f"no selected cell shows a TensorFlow advantage to explain (PyTorch "
-                        f"eager / TensorFlow tf.function: {ratios})"}
-    verdicts = list(with_gap["verdict"])
-    closes = sum(v in GAP_CLOSES for v in verdicts)
-    keeps = sum(v in GAP_KEEPS for v in verdicts)
-    n = len(verdicts)
-    verdict = ("confirmed" if closes > n / 2 else "contradicted" if keeps > n / 2
-               else "inconclusive")
-    ours = (f"switching TensorFlow to eager closed, narrowed or reversed the gap in {closes} of "
-            f"{n} cells with a TensorFlow advantage (gap closed: "
-            + _join(f"{float(v):.0%}" for v in with_gap["gap_closed"]) + ")")
-    compiled = rows[(rows["counterfactual"] == "PyTorch torch.compile")
-                    & (rows["verdict"] != "no TensorFlow advantage to explain")]
-    if len(compiled):
-        ours += (f"; PyTorch with torch.compile did so in "
-                 f"{sum(v in GAP_CLOSES for v in compiled['verdict'])} of {len(compiled)}")
-    return {"verdict": verdict, "ours": ours, "notes": notes}
-
-
-def _distributed_claim_rows(frame: pd.DataFrame | None, test: dict, strategy: str,
-                            absent: str):
-    """The claim's rows of stats/strategies.csv or stats/scaling.csv: selected like any claim's,
-    of the framework that runs ``strategy``, at two devices or more; or why there are none
-    (``absent`` when the table is empty)."""
-    from fwbench.plan.strategies import STRATEGIES
-    if frame is None or frame.empty:
-        return absent, []
-    rows, notes = _claim_rows(frame, test.get("select", {}))
-    if isinstance(rows, str):
-        return rows, notes
-    framework = STRATEGIES[strategy][0]
-    return rows[(rows["framework"] == framework) & (rows["world_size"].astype(int) > 1)], notes
-
-
-def _unmeasured(rows: pd.DataFrame, needs: str, notes: list) -> dict:
-    """``not measured``, with the failures the statistics noted on the rows, if any."""
-    why = _join(sorted({str(n) for n in rows.get("note", []) if not missing(n) and str(n)}))
-    return {"verdict": "not measured", "notes": notes,
-            "ours": f"not measured in this run: {why or needs}"}
-
-
-def _judge_strategies(strategies: pd.DataFrame | None, test: dict,
-                      trials: pd.DataFrame | None) -> dict:
-    """patel2023's "DDP performs better than DataParallel": the strategy comparisons of the
-    framework running ``expect`` (fwbench.analysis.scaling.strategy_comparisons), each decided by
-    whether its interval excludes 1."""
-    from fwbench.plan.strategies import STRATEGIES, STRATEGY_LABELS, STRATEGY_PAIRS
-    expect = test["expect"]
-    framework, pair = STRATEGIES[expect]
-    other = next(names[framework] for name, names in STRATEGY_PAIRS.items() if name != pair)
-    rows, notes = _distributed_claim_rows(strategies, test, expect,
-                                          _distributed_absent(trials, NO_STRATEGIES))
-    if isinstance(rows, str):
-        return {"verdict": "not measured", "ours": f"not measured in this run: {rows}",
-                "notes": notes}
-    measured = rows[[not missing(v) for v in rows["ratio"]]]
-    if measured.empty:
-        return _unmeasured(rows, "no cell at two devices or more has ok trials of both "
-                                 "strategies", notes)
-    faster = list(measured["faster"])
-    verdict = ("confirmed" if faster.count(expect) == len(faster) else
-               "contradicted" if faster.count(other) and not faster.count(expect) else
-               "inconclusive")
-    texts = [f"{r['model']} at {_text(r['world_size'])} devices: "
-             f"{STRATEGY_LABELS[r['multi_process']]} / {STRATEGY_LABELS[r['single_process']]} "
-             f"throughput {sig(r['ratio'])} {_ci(r, 'ratio')} ({_faster_text(r['faster'])})"
-             for _, r in measured.iterrows()]
-    return {"verdict": verdict, "ours": "; ".join(texts), "notes": notes}
-
-
-def _ci(row, name: str) -> str:
-    """``name``'s interval in a distributed table's row, with its coverage when too few
-    trials kept it below the nominal level."""
-    return _with_level(fmt_interval(row[f"{name}_ci_low"], row[f"{name}_ci_high"]),
-                       _shortfall(row))
-
-
-def _shortfall(row):
-    """The coverage of a Hodges-Lehmann interval of fwbench.measure.distributed when it falls short of
-    the nominal level; None when it reaches it (exact, so often a little above)."""
-    attained = row.get("ci_attained")
-    return None if missing(attained) or str(attained) == "True" else row.get("ci_level")
-
-
-def _faster_text(faster) -> str:
-    from fwbench.plan.strategies import STRATEGY_LABELS
-    if faster in STRATEGY_LABELS:
-        return f"{STRATEGY_LABELS[faster]} faster"
-    return "neither shown faster" if faster == "neither" else str(faster)
-
-
-def _judge_scaling(scaling: pd.DataFrame | None, test: dict,
-                   trials: pd.DataFrame | None) -> dict:
-    """patel2023's "DDP offers near-linear speed-ups": the scaling efficiency of ``strategy``
-    (fwbench.analysis.scaling.scaling_efficiency) with its interval, near-linear when the whole
-    interval is at or above the threshold there."""
-    from fwbench.plan.strategies import resolve_strategy
-    strategy = test["strategy"]
-    rows, notes = _distributed_claim_rows(scaling, test, strategy,
-                                          _distributed_absent(trials, NO_SCALING))
-    if isinstance(rows, str):
-        return {"verdict": "not measured", "ours": f"not measured in this run: {rows}",
-                "notes": notes}
-    rows = rows[[resolve_strategy(str(s), str(f)) == strategy
-                 for s, f in zip(rows["strategy"], rows["framework"])]]
-    measured = rows[[not missing(v) for v in rows["efficiency"]]]
-    if measured.empty:
-        return _unmeasured(rows, "no cell has ok trials at one device and at more", notes)
-    verdicts = list(measured["verdict"])
-    near, sub = verdicts.count("near-linear"), verdicts.count("sub-linear")
-    verdict = ("confirmed" if near == len(verdicts) else
-               "contradicted" if sub and not near else "inconclusive")
-    texts = [f"{r['model']} at {_text(r['world_size'])} devices: scaling efficiency "
-             f"{sig(r['efficiency'])} {_ci(r, 'efficiency')} ({r['verdict']})"
-             for _, r in measured.iterrows()]
-    threshold = float(measured["near_linear_threshold"].iloc[0])
-    return {"verdict": verdict, "notes": notes,
-            "ours": "; ".join(texts) + f" (near-linear: the whole interval at or above "
-                                       f"{threshold:g})"}
-
+# --- claims: the verdicts (fwbench.analysis.claims) ----------------------------------------
 
 def claims_section(numbering: Numbering, data: Inputs) -> dict:
     catalog = load_claims()
@@ -1834,47 +1295,12 @@ def _span_pct(values) -> str:
 
 # --- the real-data experiments: accuracy, convergence, epoch times (tian2020, sumanjali2024) ----
 
-CONVERGENCE_PRESET = "presets/tian2020-convergence.yaml"
 # The groups of the accuracy table and the time bars: the training axes, then the framework.
-TRAINING_KEYS = [*figs.TRAINING_AXES, "framework"]
-# tian2020's three times per trial (trials-table columns; see fwbench.measure.results), by panel title.
+TRAINING_KEYS = [*convergence.TRAINING_AXES, "framework"]
+# tian2020's three times per trial (trials-table columns; see fwbench.measure.results), by
+# panel title.
 EPOCH_TIMES = {"median_ns": "training per epoch", "inference_median_ns": "inference",
                "cold_start_ns": "first epoch"}
-# Per-trial values a claim may compare (kinds `higher` and `time_to_accuracy`).
-TRIAL_METRICS = {
-    "final_accuracy": "validation accuracy after the last epoch",
-    "best_accuracy": "best validation accuracy",
-    "test_accuracy": "test accuracy after training",
-    "first_epoch_excess_ns": "first epoch's training time above the median later epoch",
-    "epochs_to_accuracy": "epochs to the target accuracy",
-    "time_to_accuracy_ns": "training time to the target accuracy (validation excluded)",
-}
-
-
-def real_data_trials(trials: pd.DataFrame, experiment: str | None = None) -> pd.DataFrame:
-    """The ok trials of the `epoch` and `convergence` experiments (or of ``experiment``), with
-    tian2020's excess of the first epoch over the median later one (convergence: cold start
-    minus median). Empty, without columns, when there are none."""
-    if not {"experiment", "status"} <= set(trials.columns):
-        return pd.DataFrame()
-    frame = trials[trials["experiment"].astype(str).isin(REAL_DATA) & (trials["status"] == "ok")]
-    excess = (pd.to_numeric(frame["cold_start_ns"], errors="coerce")
-              - pd.to_numeric(frame["median_ns"], errors="coerce"))
-    frame = frame.assign(first_epoch_excess_ns=excess.where(frame["experiment"] == "convergence"))
-    if experiment is not None:
-        frame = frame[frame["experiment"] == experiment]
-    return frame if len(frame) else pd.DataFrame()
-
-
-def _no_real_data(trials: pd.DataFrame, experiment: str = "convergence") -> str:
-    """Why a real-data figure, table or claim has no data, and how to measure it."""
-    ran = _join(_unique(trials, "experiment")) or "no"
-    how = (f"{CONVERGENCE_PRESET} runs it for tian2020 (docs/data.md gives every paper's "
-           "protocol)" if experiment == "convergence" else "docs/data.md gives the protocol")
-    return (f"this run has no ok trial of the `{experiment}` experiment (it ran the {ran} "
-            f"experiment); {how}")
-
-
 def _of_ok_trials(frame: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
     """The rows of a per-trial table (epochs, confusion) that belong to an ok trial."""
     ok = real_data_trials(trials)
@@ -1886,7 +1312,8 @@ def _of_ok_trials(frame: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def _median_interval(values) -> dict:
-    """The median over trials with its distribution-free interval (fwbench.analysis.stats.median_ci)."""
+    """The median over trials with its distribution-free interval
+    (fwbench.analysis.estimators.median_ci)."""
     values = [float(v) for v in values if not missing(v)]
     ci = median_ci(values)
     return {"n": len(values), "median": ci.estimate, "low": ci.low, "high": ci.high,
@@ -1911,27 +1338,27 @@ def epoch_time_summary(trials: pd.DataFrame) -> pd.DataFrame:
                          for column, measure in EPOCH_TIMES.items()])
 
 
-def _tian_figures(data: Inputs, folder: Path) -> dict[str, figs.Figure]:
+def _tian_figures(data: Inputs, folder: Path) -> dict[str, style.Figure]:
     """tian2020's figures from the convergence experiment, each left out with the reason."""
     absent = _no_real_data(data.trials)
     summary = epoch_time_summary(data.trials)
     counts = _span(summary["n"]) if len(summary) else "no"
-    confusion = figs.select_rows(_of_ok_trials(data.confusion, data.trials),
+    confusion = style.select_rows(_of_ok_trials(data.confusion, data.trials),
                                  {"experiment": "convergence"})
     chosen, which = _confusion_cell(confusion)
     return {
-        "tian_times": figs.epoch_times(
+        "tian_times": convergence.epoch_times(
             summary, folder, key="tian2020_times", title="Training, inference and first-epoch "
             "times", source="tian2020 Figures 2–4 and 6–8", absent=absent,
             note="Training per epoch: the epochs after the first, validation excluded; "
                  "inference: one pass over the test set (the validations after the first "
                  "epoch); first epoch: its training time, tracing and autotuning included. "
                  f"Trials per bar: {counts}. Data: {_data_sources(data.trials)}."),
-        "tian_accuracy": figs.accuracy_curves(
+        "tian_accuracy": convergence.accuracy_curves(
             _of_ok_trials(data.epochs, data.trials), folder, key="tian2020_accuracy",
             title="Validation accuracy per epoch", source="tian2020 Figures 1 and 5",
             absent=absent),
-        "tian_confusion": figs.confusion_matrices(
+        "tian_confusion": convergence.confusion_matrices(
             chosen, folder, key="tian2020_confusion", title="Confusion matrix of the last "
             "epoch", which=which, absent=absent),
     }
@@ -1944,7 +1371,7 @@ def _confusion_cell(confusion: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         return confusion, ""
     frame = _preferred(confusion, {"model": "resnet18"} if "resnet18" in
                        set(confusion["model"].astype(str)) else {})
-    keys = [k for k in figs.TRAINING_AXES if k in frame]
+    keys = [k for k in convergence.TRAINING_AXES if k in frame]
     first = frame.sort_values(keys, kind="stable").iloc[0]
     frame = frame[(frame[keys].astype(str) == first[keys].astype(str)).all(axis=1)]
     cell = ", ".join(f"{k.replace('_', ' ')} {_text(first[k])}" for k in keys
@@ -1966,18 +1393,6 @@ ACCURACY_TABLE = {
                     ("time_to_accuracy_ns", "Time to target")],
     "epoch": [("test_accuracy", "Test accuracy (%)")],
 }
-
-
-def _percent_text(value) -> str:
-    return f"{100 * float(value):.1f}"
-
-
-def _metric_format(column: str):
-    if column.endswith("_ns"):
-        return fmt_duration
-    if column in ("final_accuracy", "best_accuracy", "test_accuracy"):
-        return _percent_text
-    return lambda value: f"{float(value):g}"
 
 
 def _median_text(values, column: str, notes: Notes, reason: str, uniform=None):
@@ -2014,7 +1429,7 @@ def accuracy_table(numbering: Numbering, data: Inputs) -> dict:
     frame, notes = real_data_trials(data.trials), Notes()
     columns = [c for e in REAL_DATA if e in _unique(frame, "experiment") for c in
                ACCURACY_TABLE[e]]
-    axes = _varying(frame, figs.TRAINING_AXES) or ["model"]
+    axes = _varying(frame, convergence.TRAINING_AXES) or ["model"]
     levels = {round(m["level"], 6) for _, g in _groups(frame) for c, _ in columns
               for m in [_median_interval(g[c])] if m["n"] > 1}
     uniform = levels.pop() if len(levels) == 1 else None
@@ -2042,7 +1457,7 @@ def accuracy_table(numbering: Numbering, data: Inputs) -> dict:
                "unless stated; — where the experiment does not measure it)."
                f"{_level_sentence(uniform)} Epochs per trial: "
                f"{_span(frame.get('n_epochs', []))}. Data: {_data_sources(data.trials)}. "
-               f"{_constant(frame, figs.TRAINING_AXES)}.")
+               f"{_constant(frame, convergence.TRAINING_AXES)}.")
     return _table(numbering, "accuracy", caption,
                   [_axis_header(a) for a in axes] + ["Framework", "Trials"]
                   + [header for _, header in columns], rows, notes,
@@ -2050,178 +1465,7 @@ def accuracy_table(numbering: Numbering, data: Inputs) -> dict:
                   classes=[""] * (len(axes) + 1) + ["num"] * (1 + len(columns)))
 
 
-# --- the real-data claims: first epoch, accuracy, time to accuracy -----------------------------
-
-def _judge_real_data(claim: dict, trials: pd.DataFrame | None) -> dict:
-    """A claim judged on the ok trials of the real-data experiments (kinds ``first_epoch``,
-    ``higher``, ``time_to_accuracy``)."""
-    test = claim["test"]
-    trials = trials if trials is not None else pd.DataFrame()
-    experiment = str(test.get("select", {}).get("experiment", "convergence"))
-    frame = real_data_trials(trials, experiment)
-    if frame.empty:
-        return {"verdict": "not measured", "notes": [],
-                "ours": f"not measured in this run: {_no_real_data(trials, experiment)}"}
-    rows, notes = _claim_rows(frame, test.get("select", {}))
-    if isinstance(rows, str):
-        return {"verdict": "not measured", "ours": f"not measured in this run: {rows}",
-                "notes": notes}
-    judge = {"first_epoch": _judge_first_epoch, "higher": _judge_higher,
-             "time_to_accuracy": _judge_time_to_accuracy}[test["kind"]]
-    verdict, ours = judge(rows, claim)
-    return {"verdict": verdict, "ours": ours, "notes": notes}
-
-
-def _pairs_of(rows: pd.DataFrame, apart: set):
-    """(description, sub-frame) per comparison: the rows split by every training axis that the
-    compared groups do not name."""
-    keys = [k for k in figs.TRAINING_AXES if k in rows and k not in apart]
-    for key, group in rows.groupby(keys, sort=True, dropna=False):
-        named = dict(zip(keys, key))
-        varying = [k for k in keys if rows[k].astype(str).nunique() > 1]
-        yield " ".join(_text(named[k]) for k in varying), group
-
-
-def _judge_first_epoch(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
-    """tian2020's first-epoch time: per cell pair, PyTorch's median first epoch over
-    TensorFlow's, with the Hodges-Lehmann interval of the log times, judged as a direction."""
-    ratios = []
-    for _, group in _pairs_of(rows, {"framework"}):
-        pt, tf = (group.loc[group["framework"] == f, "cold_start_ns"].dropna().astype(float)
-                  for f in ("pytorch", "tensorflow"))
-        if pt.empty or tf.empty:
-            continue
-        hl = hodges_lehmann([math.log(v) for v in pt], [math.log(v) for v in tf])
-        ratios.append({**group.iloc[0][[a for a in figs.PAIR_AXES if a in group]].to_dict(),
-                       "ratio": float(pt.median() / tf.median()),
-                       "ratio_ci_low": math.exp(hl.low), "ratio_ci_high": math.exp(hl.high),
-                       # an interval short of the nominal level decides nothing (fwbench.analysis.stats)
-                       "verdict": None if hl.attained else "inconclusive"})
-    if not ratios:
-        return "not measured", ("not measured in this run: no cell has first-epoch times of "
-                                "both frameworks")
-    verdict, ours = _judge_direction(pd.DataFrame(ratios), claim)
-    return verdict, f"first-epoch training time, {ours}"
-
-
-def _describe_group(group: dict) -> str:
-    """A claim's group of trials in words: "PyTorch adam", "TensorFlow mode eager/idiomatic"."""
-    parts = []
-    for axis, value in group.items():
-        value = "/".join(map(str, value)) if isinstance(value, list) else str(value)
-        parts.append(_label(value) if axis == "framework" else value if axis == "optimizer"
-                     else f"{axis.replace('_', ' ')} {value}")
-    return " ".join(parts)
-
-
-def _judge_higher(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
-    """A per-trial value (``metric``) higher in the ``higher`` trials than in the ``lower``
-    ones: per comparison, the Hodges-Lehmann shift with its interval decides."""
-    test = claim["test"]
-    column, higher, lower = test["metric"], test["higher"], test["lower"]
-    fmt = _metric_format(column)
-    outcomes, texts = [], []
-    for where, group in _pairs_of(rows, set(higher) | set(lower)):
-        a, b = (figs.select_rows(group, side)[column].dropna().astype(float)
-                for side in (higher, lower))
-        if a.empty or b.empty:
-            continue
-        hl = hodges_lehmann(a, b)
-        outcomes.append(_shift_direction(hl, "higher", "lower"))
-        unit = " points" if fmt is _percent_text else ""
-        texts.append(f"{where + ': ' if where else ''}{_describe_group(higher)} "
-                     f"{fmt(a.median())} (n = {len(a)}) against {_describe_group(lower)} "
-                     f"{fmt(b.median())} (n = {len(b)}), shift {_shift_text(hl, fmt, unit)}")
-    if not outcomes:
-        return "not measured", (f"not measured in this run: it needs trials of "
-                                f"{_describe_group(higher)} and of {_describe_group(lower)} in "
-                                "one cell")
-    return (_every_comparison(outcomes, "higher", "lower"),
-            f"{TRIAL_METRICS[column]}, medians over trials: " + "; ".join(texts))
-
-
-def _shift_direction(hl, above: str, below: str) -> str:
-    """Which way a Hodges-Lehmann shift goes: its interval above or below 0, at the nominal
-    level (short of it, from too few trials, nothing is decided, as in fwbench.analysis.stats)."""
-    if not hl.attained or missing(hl.low):
-        return "inconclusive"
-    return above if hl.low > 0 else below if hl.high < 0 else "inconclusive"
-
-
-def _shift_text(hl, fmt, unit: str = "") -> str:
-    def signed(value) -> str:
-        return ("+" if float(value) >= 0 else "−") + fmt(abs(float(value)))
-
-    if missing(hl.estimate):
-        return "not computed"
-    return (f"{signed(hl.estimate)}{unit} {fmt_interval(hl.low, hl.high, signed)}"
-            + ("" if hl.attained else f" at {_percent(hl.level)}, too few trials"))
-
-
-def _every_comparison(outcomes: list[str], agree: str, against: str) -> str:
-    """confirmed when every comparison agrees; contradicted when one goes against and none
-    agrees; else inconclusive."""
-    if outcomes.count(agree) == len(outcomes):
-        return "confirmed"
-    return "contradicted" if against in outcomes and agree not in outcomes else "inconclusive"
-
-
-def _judge_time_to_accuracy(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
-    """Who reaches the target accuracy sooner (``metric``: epochs or training time), per cell
-    pair: where both frameworks reached it in every trial, the Hodges-Lehmann shift decides;
-    where one always did and the other never, the one that did."""
-    test = claim["test"]
-    column, expect = test["metric"], test["expect"]
-    if "target_accuracy" not in rows or rows["target_accuracy"].isna().all():
-        return "not measured", ("not measured in this run: no target accuracy was set "
-                                "(`data.target_accuracy`)")
-    fmt = _metric_format(column)
-    outcomes, texts = [], []
-    for where, group in _pairs_of(rows, {"framework"}):
-        sides = {f: group[group["framework"] == f][column] for f in ("pytorch", "tensorflow")}
-        if any(s.empty for s in sides.values()):
-            continue
-        reached = {f: s.dropna().astype(float) for f, s in sides.items()}
-        counts = {f: f"{len(reached[f])} of {len(sides[f])}" for f in sides}
-        text = "; ".join(f"{_label(f)} reached it in {counts[f]} trials"
-                         + (f", median {fmt(reached[f].median())}" if len(reached[f]) else "")
-                         for f in sides)
-        full = {f: len(reached[f]) == len(sides[f]) for f in sides}
-        if all(full.values()):
-            hl = hodges_lehmann(reached["pytorch"], reached["tensorflow"])
-            kind = _shift_direction(hl, "tensorflow_faster", "pytorch_faster")
-            text += f"; PyTorch − TensorFlow {_shift_text(hl, fmt)}"
-        elif full["pytorch"] and reached["tensorflow"].empty:
-            kind = "pytorch_faster"
-        elif full["tensorflow"] and reached["pytorch"].empty:
-            kind = "tensorflow_faster"
-        else:
-            kind = "inconclusive"
-        outcomes.append(kind)
-        texts.append(f"{where + ': ' if where else ''}{text}")
-    if not outcomes:
-        return "not measured", ("not measured in this run: no cell has trials of both "
-                                "frameworks")
-    opposite = "tensorflow_faster" if expect == "pytorch_faster" else "pytorch_faster"
-    return _every_comparison(outcomes, expect, opposite), (f"{TRIAL_METRICS[column]} (target "
-                     f"{_join(_unique(rows, 'target_accuracy'))}): " + "; ".join(texts))
-
-
 # --- beyond one device: scaling, and the strategies compared -------------------------------------
-
-DISTRIBUTED_ABSENT = ("this run has no distributed cell (config `experiment: distributed`; "
-                      "docs/distributed.md)")
-NO_SCALING = "no strategy was measured at one device and at more in the same cell"
-NO_STRATEGIES = ("no cell was measured with both strategies (`single_process` and "
-                 "`multi_process`) at the same number of devices")
-
-
-def _distributed_absent(trials: pd.DataFrame | None, otherwise: str) -> str:
-    """Why a distributed table is empty: the run has no distributed cell, or ``otherwise``."""
-    ran = trials is not None and "experiment" in trials and \
-        (trials["experiment"] == "distributed").any()
-    return otherwise if ran else DISTRIBUTED_ABSENT
-
 
 def _strategy_name(strategy, framework) -> str:
     from fwbench.plan.strategies import STRATEGY_LABELS, resolve_strategy
@@ -2230,7 +1474,7 @@ def _strategy_name(strategy, framework) -> str:
 
 def _fixed(frame: pd.DataFrame) -> str:
     """The axes every row of a distributed table shares, as a sentence ("" when none)."""
-    fixed = _constant(frame, figs.DISTRIBUTED_AXES)
+    fixed = _constant(frame, scaling.DISTRIBUTED_AXES)
     return f" {fixed}." if fixed else ""
 
 
@@ -2244,7 +1488,7 @@ def distributed_section(numbering: Numbering, data: Inputs) -> dict:
 def scaling_table(numbering: Numbering, data: Inputs) -> dict:
     frame, notes, legend = _sorted(data.scaling, ["framework", "strategy", "world_size"]), \
         Notes(), Legend("S")
-    axes = _varying(frame, figs.DISTRIBUTED_AXES)
+    axes = _varying(frame, scaling.DISTRIBUTED_AXES)
     rows = []
     for _, r in frame.iterrows():
         note = "" if missing(r.get("note")) else str(r["note"])
@@ -2275,7 +1519,7 @@ def scaling_table(numbering: Numbering, data: Inputs) -> dict:
 
 def strategy_table(numbering: Numbering, data: Inputs) -> dict:
     frame, notes = _sorted(data.strategies, ["framework", "world_size"]), Notes()
-    axes = _varying(frame, figs.DISTRIBUTED_AXES)
+    axes = _varying(frame, scaling.DISTRIBUTED_AXES)
     rows = []
     for _, r in frame.iterrows():
         reason = ("" if missing(r.get("note")) else str(r["note"])) or "no ok trial"
@@ -2308,23 +1552,6 @@ def strategy_table(numbering: Numbering, data: Inputs) -> dict:
 
 # --- figures ------------------------------------------------------------------------------------
 
-# Per-trial telemetry columns of the trials table (fwbench.analysis.tables.TELEMETRY_COLUMNS).
-TELEMETRY_LABELS = {
-    "power_w_mean": "mean GPU power (W)",
-    "energy_per_sample_j": "energy per sample (J)",
-    "gpu_temp_c_max": "highest GPU temperature (°C)",
-    "cpu_temp_c_max": "highest CPU temperature (°C)",
-    "gpu_util_mean": "mean GPU utilization (%)",
-    "cpu_util_mean": "mean CPU utilization (%)",
-}
-TELEMETRY_SOURCES = {"power_w_mean": "NVML on an NVIDIA GPU",
-                     "energy_per_sample_j": "NVML on an NVIDIA GPU",
-                     "gpu_temp_c_max": "NVML on an NVIDIA GPU",
-                     "gpu_util_mean": "NVML on an NVIDIA GPU",
-                     "cpu_temp_c_max": "psutil, where the machine exposes a sensor",
-                     "cpu_util_mean": "psutil"}
-
-
 TRACE_ABSENT = ("the tables hold no telemetry trace: no trial ended ok, or the rule "
                 "collect_telemetry_trace did not run (tables/telemetry_trace.parquet)")
 
@@ -2336,41 +1563,30 @@ def _absent(data: Inputs, name: str, default: str) -> str:
     return problem if problem and not problem.endswith("has no rows") else default
 
 
-def telemetry_absent(trials: pd.DataFrame, column: str) -> str:
-    """Why a telemetry figure or claim has no data: no column, or no trial with a value."""
-    label, source = TELEMETRY_LABELS[column], TELEMETRY_SOURCES[column]
-    if column not in trials:
-        return (f"the trials table has no `{column}` column: this run recorded no telemetry "
-                f"({label} comes from {source})")
-    devices = _join(_unique(trials, "device")) or "no device"
-    return (f"no trial recorded its {label} ({source}; this run measured on {devices})")
-
-
-def make_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, figs.Figure]:
+def make_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, style.Figure]:
     """Every figure of the report, in document order, drawn into ``folder`` or left out."""
     comparisons, stats, trials = data.comparisons, data.cell_stats, data.trials
-    from fwbench.report import usage_figures
 
     out = {
-        "relative_time": figs.relative_time(comparisons, failures, folder, title="Relative time",
+        "relative_time": speed.relative_time(comparisons, failures, folder, title="Relative time",
                                             absent="the statistics hold no matched pair"),
-        "speedup_heatmap": usage_figures.speedup_heatmap(comparisons, failures, folder),
-        "throughput": figs.throughput(stats, folder),
-        "inference_vs_batch": figs.time_vs_batch(stats, folder, source="patel2023 Fig. 4"),
-        "energy": figs.per_cell_metric(
+        "speedup_heatmap": speed.speedup_heatmap(comparisons, failures, folder),
+        "throughput": speed.throughput(stats, folder),
+        "inference_vs_batch": speed.time_vs_batch(stats, folder, source="patel2023 Fig. 4"),
+        "energy": telemetry.per_cell_metric(
             trials, folder, key="energy_per_sample", title="Energy per sample",
             column="energy_per_sample_j", label=TELEMETRY_LABELS["energy_per_sample_j"],
             absent=telemetry_absent(trials, "energy_per_sample_j")),
-        "flops": figs.achieved_flops(data.flops, folder, absent=_absent(
+        "flops": flops.achieved_flops(data.flops, folder, absent=_absent(
             data, "flops", "the statistics computed no achieved FLOP/s (stats/flops.csv, rule "
                            "summarise_flops)")),
-        "telemetry": figs.telemetry_trace(data.telemetry_trace, folder, chosen=CHOICE,
+        "telemetry": telemetry.telemetry_trace(data.telemetry_trace, folder, chosen=CHOICE,
                                           absent=_absent(data, "telemetry_trace", TRACE_ABSENT)),
     }
-    out["ablation_waterfall"] = figs.waterfall(data.ablation, folder)
-    out["time_breakdown"] = figs.time_breakdown(data.profiles, folder,
+    out["ablation_waterfall"] = why.waterfall(data.ablation, folder)
+    out["time_breakdown"] = why.time_breakdown(data.profiles, folder,
                                                 cell_stats=data.cell_stats)
-    out["scaling"] = figs.scaling(data.cell_stats, data.scaling, folder,
+    out["scaling"] = scaling.scaling(data.cell_stats, data.scaling, folder,
                                   absent=DISTRIBUTED_ABSENT)
     out["memory"] = usage_figures.memory_vs_batch(data.memory, folder, absent=_absent(
         data, "memory", "the trials recorded no peak memory (peak_rss_bytes)"))
@@ -2393,7 +1609,7 @@ PAPER_FIGURES = {
 
 def _left_out(figures: dict, keys: list[str]) -> list[dict]:
     """The figures of ``keys`` that were not drawn, those sharing a reason said once."""
-    groups: dict[str, list[figs.Figure]] = {}
+    groups: dict[str, list[style.Figure]] = {}
     for key in keys:
         if figures[key].file is None:
             groups.setdefault(figures[key].reason, []).append(figures[key])
@@ -2407,7 +1623,7 @@ def _preferred(trials: pd.DataFrame, select: dict) -> pd.DataFrame:
 
     The papers ran on a GPU, each framework with its defaults and idiomatic mode.
     """
-    frame = figs.select_rows(trials, select)
+    frame = style.select_rows(trials, select)
     for axis, wanted in (("device", "cuda"), ("mode", "idiomatic"), ("profile", "defaults")):
         if axis in frame and not frame.empty:
             values = _unique(frame, axis)
@@ -2416,13 +1632,13 @@ def _preferred(trials: pd.DataFrame, select: dict) -> pd.DataFrame:
     return frame
 
 
-def _patel_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, figs.Figure]:
+def _patel_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, style.Figure]:
     comparisons, trials = data.comparisons, data.trials
     devices = _join(_unique(trials, "device")) or "no device"
 
-    def relative(number: int, phase: str, device: str, title: str) -> figs.Figure:
+    def relative(number: int, phase: str, device: str, title: str) -> style.Figure:
         where = "a GPU" if device == "cuda" else "the CPU"
-        return figs.relative_time(
+        return speed.relative_time(
             comparisons, failures, folder, key=f"patel2023_fig{number}", title=title,
             source=f"patel2023 Fig. {number}", select={"phase": phase, "device": device},
             absent=f"this run has no {phase} pair on {where} (it measured {devices})")
@@ -2433,7 +1649,7 @@ def _patel_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, figs
         "patel_fig1": relative(1, "train", "cuda", "Relative training time on the GPU"),
         "patel_fig2": relative(2, "infer", "cuda", "Relative inference time on the GPU"),
         "patel_fig3": relative(3, "infer", "cpu", "Relative inference time on the CPU"),
-        "patel_fig5": figs.metric_vs_batch(
+        "patel_fig5": papers.metric_vs_batch(
             infer, folder, key="patel2023_fig5", title="GPU power against batch size",
             column=power, label=TELEMETRY_LABELS[power], select={}, source="patel2023 Fig. 5",
             absent=(telemetry_absent(infer, power) if power not in infer or
@@ -2442,7 +1658,7 @@ def _patel_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, figs
     }
 
 
-def _florencio_figures(data: Inputs, folder: Path) -> dict[str, figs.Figure]:
+def _florencio_figures(data: Inputs, folder: Path) -> dict[str, style.Figure]:
     lenet = _preferred(data.trials, {"model": "lenet5", "batch_size": "100"})
     absent = ("this run has no LeNet-5 cell at batch 100 (presets/florencio2019.yaml "
               "measures them: 600 steps of batch 100 per trial, 100 trials)")
@@ -2466,7 +1682,7 @@ def _florencio_figures(data: Inputs, folder: Path) -> dict[str, figs.Figure]:
         note = (time_note if not telemetry else
                 "The paper sampled averages during the phase; we show the trial's "
                 + TELEMETRY_LABELS[column] + " over its timed iterations.")
-        out[f"florencio_fig{number}"] = figs.trial_boxplots(
+        out[f"florencio_fig{number}"] = papers.trial_boxplots(
             lenet, folder, key=f"florencio2019_fig{number}", title=title,
             select={"phase": phase}, source=f"florencio2019 Fig. {number}", absent=reason,
             note=note, column=column, label=TELEMETRY_LABELS.get(column))
@@ -2534,7 +1750,7 @@ def method(data: Inputs, facts: dict) -> dict:
         "ratio_methods": _unique(comparisons, "ratio_method"),
         "corrections": corrections,
         "families": _unique(data.tests, "family"),
-        "exploratory": sum(figs.is_exploratory(r) for _, r in comparisons.iterrows())
+        "exploratory": sum(style.is_exploratory(r) for _, r in comparisons.iterrows())
         if "exploratory" in comparisons else 0,
         "pairs": _adjacency_sentence(adjacency_summary(trials)),
         "steadiness": _steadiness_sentence(steadiness_summary(trials, data.cell_stats,
@@ -2617,7 +1833,7 @@ def abstract(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures
 
 
 def _exploratory_clause(rated: pd.DataFrame) -> str:
-    hints = sum(figs.is_exploratory(r) for _, r in rated.iterrows())
+    hints = sum(style.is_exploratory(r) for _, r in rated.iterrows())
     if not hints:
         return ""
     every = "every one of these verdicts is" if hints == len(rated) else f"{hints} of them are"

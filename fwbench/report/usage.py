@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fwbench.analysis.memory import METRICS
-from fwbench.report import figures as figs
+from fwbench.report.figures import style
 from fwbench.report.render import (
     Inputs,
     Legend,
@@ -39,13 +39,13 @@ MEMORY_VERDICTS = {"pytorch_less": "PyTorch less", "tensorflow_less": "TensorFlo
 
 
 def _axes(frame: pd.DataFrame) -> list[str]:
-    return _varying(frame, figs.PAIR_AXES) or ["model"]
+    return _varying(frame, style.PAIR_AXES) or ["model"]
 
 
 def _remarks(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """The ``note`` column split into remarks every row shares (said once, in the caption) and
     each row's own."""
-    lists = [[] if figs.missing(v) or not str(v) else str(v).split("; ")
+    lists = [[] if style.missing(v) or not str(v) else str(v).split("; ")
              for v in frame.get("note", pd.Series([""] * len(frame)))]
     shared = ([r for r in lists[0] if all(r in other for other in lists[1:])]
               if len(lists) > 1 else [])
@@ -81,7 +81,7 @@ def memory_table(numbering: Numbering, data: Inputs) -> dict:
                       if m in set(frame.get("metric", [])))
     caption = ("Peak memory per cell in MiB: the median over ok trials with its interval "
                "(95 % unless stated), the range over trials, and the trials that recorded it. "
-               f"{peaks}. {_constant(frame, figs.PAIR_AXES)}.{_level_sentence(uniform)}"
+               f"{peaks}. {_constant(frame, style.PAIR_AXES)}.{_level_sentence(uniform)}"
                + (f" Every cell: {'; '.join(shared)}." if shared else ""))
     why = data.problems.get("memory", "the trials recorded no peak memory")
     return _without_empty_remarks(_table(numbering, "memory", caption,
@@ -119,7 +119,7 @@ def memory_comparison_table(numbering: Numbering, data: Inputs) -> dict:
                "PyTorch uses more), with the statistics of time: the Hodges-Lehmann interval of "
                "the log peaks at the Bonferroni level of its family (experiment, device, phase, "
                "peak), the exact Mann-Whitney p raw and adjusted, and the verdict against "
-               f"±5 % equivalence. {_constant(frame, figs.PAIR_AXES)}.")
+               f"±5 % equivalence. {_constant(frame, style.PAIR_AXES)}.")
     why = data.problems.get("memory_comparisons", "no pair has a peak on both sides")
     return _table(numbering, "memory-comparisons", caption,
                   [_axis_header(a) for a in axes] + ["Peak", "Ratio", "Interval", "p",
@@ -139,7 +139,7 @@ def _with_bounds(row, q: int, notes: Notes):
     """"228 µs (223–296)": the percentile with its interval in the percentile's unit."""
     value = _get(row, f"p{q}_ns", notes, "no kept iteration", fmt_duration)
     low, high = row.get(f"p{q}_ci_low_ns"), row.get(f"p{q}_ci_high_ns")
-    if not isinstance(value, str) or figs.missing(low) or figs.missing(high):
+    if not isinstance(value, str) or style.missing(low) or style.missing(high):
         return value
     number, unit = value.split(" ")
     scale = float(row[f"p{q}_ns"]) / float(number)
@@ -167,7 +167,7 @@ def latency_table(numbering: Numbering, data: Inputs) -> dict:
                "iterations (one batch each) pooled over the ok trials, each with its 95 % "
                "percentile-bootstrap interval (in brackets, same unit) that draws whole "
                "trials, and the iterations (trials) behind them. "
-               f"{_constant(frame, figs.PAIR_AXES)}."
+               f"{_constant(frame, style.PAIR_AXES)}."
                + (f" Every cell: {'; '.join(shared)}." if shared else ""))
     why = data.problems.get("latency", "no ok trial kept its iterations")
     return _without_empty_remarks(_table(numbering, "latency", caption,

@@ -1,0 +1,180 @@
+"""Each published claim (report/claims.yaml) judged from the statistics' tables: a verdict,
+what this run measured, and whether the verdict is only a hint (exploratory).
+
+Judging reads tables only: comparisons, cell statistics, tests, trials, the ablation's gap tests,
+and the distributed experiment's scaling and strategy tables. The report renders the verdicts.
+
+    claims/
+    ├── rows.py         the rows a claim selects; why a verdict from them is only a hint
+    ├── wording.py      missing values, flags, outcomes, numbers as text (shared with the report)
+    ├── direction.py    direction, mixed: who is faster, from the comparisons
+    ├── batch.py        batch_trend, power_batch: patel2023's batch-size claims
+    ├── florencio.py    normality, telemetry: florencio2019's tests replicated
+    ├── gaps.py         gap_explanation: the counterfactual execution modes
+    ├── distributed.py  strategy_comparison, scaling: beyond one device
+    └── real_data.py    first_epoch, higher, time_to_accuracy: the real-data experiments
+
+Usage::
+
+    catalog = load_claims()
+    result = evaluate_claim(catalog["claims"][0], comparisons, cell_stats, tests, trials)
+    result["verdict"], result["ours"], result["exploratory"]
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pandas as pd
+import yaml
+
+from fwbench import SOURCE_DIR
+from fwbench.analysis.claims.batch import (
+    judge_batch_trend,
+    judge_power,
+    patel_tests,
+    trend_from_tests,
+)
+from fwbench.analysis.claims.direction import judge_direction, judge_mixed
+from fwbench.analysis.claims.distributed import claim_rows_of, judge_scaling, judge_strategies
+from fwbench.analysis.claims.florencio import judge_normality, judge_telemetry
+from fwbench.analysis.claims.gaps import judge_gap_explanation
+from fwbench.analysis.claims.real_data import judge_real_data, real_data_trials
+from fwbench.analysis.claims.rows import (
+    MIN_TRIALS_FOR_VERDICT,
+    claim_rows,
+    fewest,
+    hint_from_comparisons,
+    not_measured,
+)
+from fwbench.analysis.claims.wording import PAIR_AXES, flag
+
+CLAIMS_PATH = SOURCE_DIR / "report" / "claims.yaml"
+PAPERS = ["patel2023", "dai2022", "florencio2019", "tian2020", "sumanjali2024"]
+VERDICTS = ["confirmed", "contradicted", "equivalent", "inconclusive", "not measured",
+            "untestable"]
+CLAIM_KINDS = {"direction", "mixed", "batch_trend", "normality", "telemetry", "power_batch",
+               "gap_explanation", "strategy_comparison", "scaling", "pending", "untestable",
+               "first_epoch", "higher", "time_to_accuracy"}
+REAL_DATA_KINDS = ("first_epoch", "higher", "time_to_accuracy")
+SELECT_AXES = set(PAIR_AXES)
+
+
+@cache
+def load_claims(path: str = str(CLAIMS_PATH)) -> dict:
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFrame,
+                   tests: pd.DataFrame | None = None, trials: pd.DataFrame | None = None,
+                   gaps: pd.DataFrame | None = None, scaling: pd.DataFrame | None = None,
+                   strategies: pd.DataFrame | None = None) -> dict:
+    """The verdict on one published claim: {verdict, ours, notes, exploratory}.
+
+    ``exploratory`` says why the verdict is only a hint ("" when it is not): it was judged from
+    comparisons the statistics mark exploratory, or from fewer trials than a verdict needs. A
+    hint confirms or contradicts nothing on its own, and the report labels it everywhere.
+    """
+    tables = {"comparisons": comparisons, "cell_stats": cell_stats, "tests": tests,
+              "trials": trials, "gaps": gaps, "scaling": scaling, "strategies": strategies}
+    result = _judge(claim, tables)
+    undecided = result["verdict"] in ("not measured", "untestable")
+    result["exploratory"] = "" if undecided else _hint(claim, tables)
+    return result
+
+
+def _judge(claim: dict, tables: dict) -> dict:
+    """The verdict on one published claim: {verdict, ours, notes}.
+
+    ``power_batch`` and ``batch_trend`` read the statistics' tests (``batch_trend`` falls back
+    to the cell statistics without them); ``gap_explanation`` the counterfactual mode tests;
+    ``strategy_comparison`` and ``scaling`` stats/strategies.csv and stats/scaling.csv; the
+    real-data kinds the trials; the others the pairs they select (``_judge_selected``);
+    ``pending`` and ``untestable`` say why no verdict is possible.
+    """
+    test = claim["test"]
+    kind = test["kind"]
+    if kind == "untestable":
+        return {"verdict": "untestable", "ours": f"untestable: {test['reason']}", "notes": []}
+    if kind == "pending":
+        return {"verdict": "not measured", "ours": f"not measured in this run: needs "
+                f"{test['needs']}", "notes": []}
+    if kind == "power_batch":
+        return judge_power(tables["tests"])
+    if kind == "gap_explanation":
+        return judge_gap_explanation(tables["gaps"], test.get("select", {}))
+    if kind == "strategy_comparison":
+        return judge_strategies(tables["strategies"], test, tables["trials"])
+    if kind == "scaling":
+        return judge_scaling(tables["scaling"], test, tables["trials"])
+    if kind in REAL_DATA_KINDS:
+        return judge_real_data(claim, tables["trials"])
+    if kind == "batch_trend" and tables["tests"] is not None:
+        from_tests = trend_from_tests(tables["tests"])
+        if from_tests:
+            return from_tests
+    return _judge_selected(claim, tables)
+
+
+def _judge_selected(claim: dict, tables: dict) -> dict:
+    """``direction``, ``mixed``, ``normality`` and ``telemetry`` on the comparisons' pairs the
+    claim selects (with the tests and the trials' telemetry); ``batch_trend`` on the cells."""
+    test = claim["test"]
+    kind = test["kind"]
+    source = tables["cell_stats"] if kind == "batch_trend" else tables["comparisons"]
+    rows, notes = claim_rows(source, test.get("select", {}))
+    if isinstance(rows, str):
+        return not_measured(rows, notes)
+    if kind == "normality":
+        verdict, ours = judge_normality(rows, tables["tests"])
+    elif kind == "telemetry":
+        verdict, ours = judge_telemetry(rows, claim, tables["trials"], tables["tests"])
+    else:
+        judge = {"direction": judge_direction, "mixed": judge_mixed,
+                 "batch_trend": judge_batch_trend}[kind]
+        verdict, ours = judge(rows, claim)
+    return {"verdict": verdict, "ours": ours, "notes": notes}
+
+
+def _hint(claim: dict, tables: dict) -> str:
+    """Why a claim's verdict is only a hint, from the rows its kind was judged on; "" if not."""
+    test = claim["test"]
+    kind, select = test["kind"], test.get("select", {})
+    tests = tables["tests"]
+    if kind in ("direction", "mixed", "normality", "telemetry"):
+        rows, _ = claim_rows(tables["comparisons"], select)
+        return hint_from_comparisons(rows)
+    if kind in ("batch_trend", "power_batch") and tests is not None and "exploratory" in tests:
+        rows = patel_tests(tests, "Jonckheere" if kind == "batch_trend" else "TOST")
+        hints = int(sum(flag(v) for v in rows["exploratory"]))
+        if len(rows):
+            return (f"{hints} of {len(rows)} series have fewer than {MIN_TRIALS_FOR_VERDICT} "
+                    "trials at some batch size" if hints else "")
+    if kind == "batch_trend":
+        rows, _ = claim_rows(tables["cell_stats"], select)
+        return fewest(rows, ["n_ok"], "trials in a cell")
+    if kind == "gap_explanation" and tables["gaps"] is not None and len(tables["gaps"]):
+        rows, _ = claim_rows(tables["gaps"], select)
+        return fewest(rows, ["n_pytorch", "n_tensorflow"], "trials on a side")
+    if kind in ("strategy_comparison", "scaling"):
+        return _distributed_hint(test, tables)
+    if kind in REAL_DATA_KINDS and tables["trials"] is not None:
+        frame = real_data_trials(tables["trials"], str(select.get("experiment", "convergence")))
+        rows, _ = claim_rows(frame, select) if len(frame) else ("", [])
+        if isinstance(rows, str) or "cell_id" not in rows:
+            return ""
+        return fewest(rows.groupby("cell_id").size().rename("n").to_frame(), ["n"],
+                      "ok trials in a cell")
+    return ""
+
+
+def _distributed_hint(test: dict, tables: dict) -> str:
+    """Too few trials of a strategy in the rows a distributed claim was judged on."""
+    if test["kind"] == "strategy_comparison":
+        frame, counts = tables["strategies"], ["n_single", "n_multi"]
+        rows, _ = claim_rows_of(frame, test, test.get("expect"), "")
+    else:
+        frame, counts = tables["scaling"], ["n_baseline", "n_trials"]
+        rows, _ = claim_rows_of(frame, test, test.get("strategy"), "")
+    return fewest(rows, counts, "trials of a strategy")

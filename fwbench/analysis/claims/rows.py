@@ -1,0 +1,68 @@
+"""The rows a claim is judged on, and why a verdict drawn from them is only a hint."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from fwbench.analysis.claims.wording import flag, join, missing, unique
+
+# Fewer trials than this on a side (in a cell, of a strategy) make a verdict a hint.
+MIN_TRIALS_FOR_VERDICT = 7
+
+
+def claim_rows(frame: pd.DataFrame, select: dict):
+    """The rows a claim selects, or the reason there are none; notes on how they were chosen."""
+    if frame.empty:
+        return "the statistics hold no rows", []
+    for axis, wanted in select.items():
+        values = [str(v) for v in (wanted if isinstance(wanted, list) else [wanted])]
+        have = unique(frame, axis)
+        if not set(values) & set(have):
+            return (f"it has no pair with {axis.replace('_', ' ')} {' or '.join(values)} "
+                    f"(this run measured {join(have) or 'none'})"), []
+        frame = frame[frame[axis].astype(str).isin(values)]
+    if frame.empty:
+        return "no pair has every selected setting at once", []
+    notes = []
+    if "profile" in frame:
+        if (frame["profile"] == "defaults").any():
+            frame = frame[frame["profile"] == "defaults"]
+        else:
+            notes.append("Judged on the matched profile: this run has no `defaults` profile, "
+                         "and the paper ran each framework's defaults.")
+    if "device" not in select and "device" in frame:
+        notes.append(f"Measured on: {join(unique(frame, 'device'))}.")
+    return frame, notes
+
+
+def not_measured(why: str, notes: list) -> dict:
+    """A verdict of ``not measured`` for ``why``."""
+    return {"verdict": "not measured", "ours": f"not measured in this run: {why}",
+            "notes": notes}
+
+
+def hint_from_comparisons(rows) -> str:
+    """How many of the comparisons with a ratio the statistics mark exploratory, and why."""
+    if isinstance(rows, str) or "exploratory" not in rows:
+        return ""
+    rated = rows[[not missing(r) for r in rows["ratio"]]] if "ratio" in rows else rows
+    hints = rated[[flag(v) for v in rated["exploratory"]]]
+    if hints.empty:
+        return ""
+    reasons = list(dict.fromkeys(part for r in hints.get("exploratory_reason", [])
+                                 if not missing(r) for part in str(r).split("; ") if part))
+    why = f" ({'; '.join(reasons[:3])}{'; …' if len(reasons) > 3 else ''})" if reasons else ""
+    return f"{len(hints)} of {len(rated)} comparisons are exploratory{why}"
+
+
+def fewest(rows, columns: list[str], what: str) -> str:
+    """"" when every row has at least MIN_TRIALS_FOR_VERDICT in each count column, else why."""
+    if isinstance(rows, str) or rows is None or rows.empty:
+        return ""
+    counts = [pd.to_numeric(rows[c], errors="coerce") for c in columns if c in rows]
+    if not counts:
+        return ""
+    least = min(float(c.min()) for c in counts)
+    if missing(least) or least >= MIN_TRIALS_FOR_VERDICT:
+        return ""
+    return f"as few as {int(least)} {what}, fewer than {MIN_TRIALS_FOR_VERDICT}"

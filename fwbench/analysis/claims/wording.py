@@ -1,0 +1,143 @@
+"""How a verdict reads the statistics' tables and writes its numbers: a value that was not
+measured, a boolean cell, the direction a comparison supports, numbers, intervals and lists as
+text. The report writes its tables in the same words, so it imports them from here.
+"""
+
+from __future__ import annotations
+
+import math
+
+FRAMEWORK_LABELS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
+OUTCOME_LABELS = {"pytorch_faster": "PyTorch faster", "tensorflow_faster": "TensorFlow faster",
+                  "equivalent": "equivalent", "inconclusive": "inconclusive"}
+
+# Axis columns that name a pair, in the order a label lists them.
+PAIR_AXES = ["experiment", "device", "model", "phase", "batch_size", "input_shape", "precision",
+             "mode", "profile", "optimizer"]
+# Axes that tell training results apart: a pair's, but the phase (always train).
+TRAINING_AXES = [a for a in PAIR_AXES if a != "phase"]
+
+
+def missing(value) -> bool:
+    """True for None, NaN, NaT and pandas' NA: a value that was not measured."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # NaN, NaT and NA are not equal to themselves
+    except (TypeError, ValueError):
+        return False
+
+
+def flag(value) -> bool:
+    """A boolean cell of a table: True, "True" or 1; anything missing is False."""
+    if missing(value):
+        return False
+    return value.strip().lower() == "true" if isinstance(value, str) else bool(value)
+
+
+def is_exploratory(row) -> bool:
+    """The comparison's verdict is only a hint (too few trials, unsteady or drifting ones):
+    fwbench.analysis.stats marks it, and every figure and table says so beside the verdict."""
+    return flag(row.get("exploratory"))
+
+
+def outcome(row) -> str:
+    """The direction a comparison row supports (ratio > 1: PyTorch slower).
+
+    The statistics' verdict decides when it is one of ``OUTCOME_LABELS``; for tables without
+    one, an interval that excludes 1 decides, else ``inconclusive``.
+    """
+    verdict = "" if missing(row.get("verdict")) else str(row.get("verdict")).lower()
+    if verdict in OUTCOME_LABELS:  # the statistics' own verdict (fwbench.analysis.stats.verdict)
+        return verdict
+    if "equiv" in verdict:
+        return "equivalent"
+    low, high = row.get("ratio_ci_low"), row.get("ratio_ci_high")
+    if not missing(high) and float(high) < 1:
+        return "pytorch_faster"
+    if not missing(low) and float(low) > 1:
+        return "tensorflow_faster"
+    for key in ("pytorch", "tensorflow"):
+        if f"{key} faster" in verdict or f"{key}_faster" in verdict:
+            return f"{key}_faster"
+    return "inconclusive"
+
+
+def select_rows(frame, select: dict):
+    """The rows of ``frame`` whose axis values match ``select`` (a list means any of them)."""
+    keep = frame.index == frame.index
+    for axis, wanted in select.items():
+        if axis not in frame.columns:
+            return frame.iloc[0:0]
+        values = wanted if isinstance(wanted, list) else [wanted]
+        keep &= frame[axis].astype(str).isin([str(v) for v in values])
+    return frame[keep]
+
+
+def sig(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` significant digits, in plain notation (0.820, 1.40, 1234)."""
+    value = float(value)
+    if value == 0:
+        return "0"
+    exponent = math.floor(math.log10(abs(value)))
+    if exponent < -4:
+        return f"{value:.{digits - 1}e}"
+    return f"{value:.{max(digits - 1 - exponent, 0)}f}"
+
+
+def fmt_duration(ns) -> str:
+    """Nanoseconds as a readable duration with 3 significant digits: 812 µs, 2.44 ms, 1.20 s."""
+    seconds = float(ns) / 1e9
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{sig(seconds / scale)} {unit}"
+    return f"{sig(seconds / 1e-9)} ns"
+
+
+def fmt_p(p) -> str:
+    p = float(p)
+    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
+
+
+def fmt_interval(low, high, fmt=sig) -> str:
+    return f"[{fmt(low)}, {fmt(high)}]"
+
+
+def percent(level) -> str:
+    """An interval's coverage: "95 %", "87.5 %"."""
+    return f"{100 * float(level):.1f}".rstrip("0").rstrip(".") + " %"
+
+
+def with_level(interval: str, level, uniform=None) -> str:
+    """An interval, with its coverage when that is not the nominal 95 % nor ``uniform`` (the
+    level a table's caption states for every row)."""
+    if missing(level) or abs(float(level) - 0.95) < 1e-9:
+        return interval
+    if uniform is not None and abs(float(level) - uniform) < 1e-6:
+        return interval
+    return f"{interval} at {percent(level)}"
+
+
+def label(framework) -> str:
+    return FRAMEWORK_LABELS.get(str(framework), str(framework))
+
+
+def join(items) -> str:
+    items = [str(i) for i in items]
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def text(value) -> str:
+    """A table value as text; whole floats (a nullable integer read back) without ".0"."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def unique(frame, column: str) -> list[str]:
+    """The distinct values of ``frame[column]`` as sorted text (none when there is no column)."""
+    if column not in frame:
+        return []
+    return sorted({text(v) for v in frame[column] if not missing(v)})
