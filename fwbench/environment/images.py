@@ -16,11 +16,12 @@ Four users of this module:
 - the workflow at parse time (``rules/common.smk``): :func:`workflow_images` stops with a message
   naming ``make pin-images`` when containers are requested and a digest is missing; the expected
   images go into every trial's settings (:func:`with_images`), so they are job params too;
-- a benchmark job, first thing (``fwbench.measure.trial.run_trial``): :func:`check_runtime` fails unless the
-  job runs in the expected image (label file, framework imported from the image, expected version);
+- a benchmark job, first thing (``fwbench.measure.trial.run_trial``): :func:`check_runtime` fails
+  unless the job runs in the expected image (label file, framework imported from the image,
+  expected version);
 - ``make pin-images`` (``python -m fwbench pin-images``): :func:`pin_images`;
-- ``make test-containers``, inside each built image: ``python -m fwbench.environment.images check`` (label,
-  framework version against the lock, ``pip check``; :func:`check_image`).
+- ``make test-containers``, inside each built image: ``python -m fwbench.environment.images
+  check`` (label, framework version against the lock, ``pip check``; :func:`check_image`).
 
 Framework-free: nothing here imports torch or tensorflow.
 """
@@ -363,6 +364,24 @@ def check_runtime(framework: str, expected_images: Mapping[str, dict] | None,
     if label is None:
         raise ImageError(f"{where} has no label file {environ.get(LABEL_VARIABLE) or LABEL_PATH}: "
                          f"it was not built from containers/{framework}/")
+    problems, found = _runtime_problems(framework, expected, label)
+    if problems:
+        raise ImageError(f"{where}: " + "; ".join(problems))
+    reference = expected["reference"]
+    _verified = {
+        **container, "reference": reference,
+        "digest": expected.get("digest") or reference.rsplit("@", 1)[1],
+        "engine": expected.get("engine", "registry"),
+        "tag": expected["tag"], "framework_path": found["path"],
+        "framework_version": found["version"],
+        "image_file_matches_reference": image_file_matches(container["image_file"], reference)}
+    return {"container": dict(_verified)}
+
+
+def _runtime_problems(framework: str, expected: dict, label: dict) -> tuple[list[str], dict]:
+    """How the image this job runs in differs from the one the lock expects (its label, its
+    Python, where the framework resolves from and its version), and where the framework was
+    found."""
     problems = []
     if label.get("framework") != framework:
         problems.append(f"its label names framework {label.get('framework')!r}, not {framework!r}")
@@ -386,17 +405,7 @@ def check_runtime(framework: str, expected_images: Mapping[str, dict] | None,
     if expected.get("lock_sha256") and label.get("lock_sha256") != expected["lock_sha256"]:
         problems.append(f"it was built from another lock (sha256 {label.get('lock_sha256')}, "
                         f"the image lock says {expected['lock_sha256']})")
-    if problems:
-        raise ImageError(f"{where}: " + "; ".join(problems))
-    reference = expected["reference"]
-    _verified = {
-        **container, "reference": reference,
-        "digest": expected.get("digest") or reference.rsplit("@", 1)[1],
-        "engine": expected.get("engine", "registry"),
-        "tag": expected["tag"], "framework_path": found["path"],
-        "framework_version": found["version"],
-        "image_file_matches_reference": image_file_matches(container["image_file"], reference)}
-    return {"container": dict(_verified)}
+    return problems, found
 
 
 def image_file_matches(image_file: str, reference: str) -> bool:
@@ -562,7 +571,8 @@ def check_image(framework: str, lock_path: str | os.PathLike | None = None,
 
     Usage (``make test-containers``, in each image)::
 
-        python -m fwbench.environment.images check --framework pytorch --lock containers/build/images.lock
+        python -m fwbench.environment.images check --framework pytorch
+        python -m fwbench.environment.images check --framework tensorflow --lock PATH
     """
     path = Path(lock_path) if lock_path else default_lock_path()
     entry = load_lock(path)["images"][framework]
@@ -605,7 +615,8 @@ def main(argv: list[str] | None = None) -> int:
     ``python -m fwbench.environment.images check --framework F [--lock PATH]``."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m fwbench.environment.images", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m fwbench.environment.images",
+                                     description=main.__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     pin = commands.add_parser("pin", help="resolve every tag in the lock to its digest")
     pin.add_argument("--lock", help=f"lock file (default ${LOCK_VARIABLE} or {LOCK_PATH})")
