@@ -187,7 +187,8 @@ def test_shapley_splits_an_interaction_evenly_where_sequential_gives_it_to_the_f
                                           "order": "shapley"}), "factor")
     assert shapley.loc["layout", "contribution"] == pytest.approx(math.log(2) / 2, abs=0.01)
     assert shapley.loc["mode=eager", "contribution"] == pytest.approx(math.log(2) / 2, abs=0.01)
-    sequential = _rows(decomposition.decompose(trials, {"factors": ["layout", "mode=eager"]}), "factor")
+    sequential = _rows(decomposition.decompose(trials, {"factors": ["layout", "mode=eager"]}),
+                       "factor")
     assert sequential.loc["layout", "contribution"] == pytest.approx(0, abs=0.01)
     assert sequential.loc["mode=eager", "contribution"] == pytest.approx(math.log(2), abs=0.01)
 
@@ -239,7 +240,8 @@ ABLATION_TIMES = {("defaults", "idiomatic", "fp32"): (2.0e6, 1.0e6),
 
 
 def _profiles(table):
-    """A profiles table (fwbench.measure.profiling.collect_profiles' columns) for the ablation's cells."""
+    """A profiles table (fwbench.measure.profiling.collect_profiles' columns) for the ablation's
+    cells."""
     from fwbench.measure.profiling import CATEGORIES, PROFILE_COLUMNS
 
     rows = []
