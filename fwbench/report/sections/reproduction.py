@@ -1,0 +1,211 @@
+"""Section 4, Reproduction of the source papers: every published claim with its verdict
+(fwbench.analysis.claims judges them; this section renders them), and each paper's figures
+rebuilt from this run, or left out with the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from fwbench.analysis.claims import VERDICTS, evaluate_claim, load_claims
+from fwbench.analysis.claims.florencio import TELEMETRY_LABELS, telemetry_absent
+from fwbench.analysis.claims.real_data import no_real_data
+from fwbench.analysis.claims.wording import (
+    TRAINING_AXES,
+    join,
+    missing,
+    text,
+    unique,
+)
+from fwbench.report.figures import convergence, papers, speed, style
+from fwbench.report.figures.style import Figure
+from fwbench.report.formatting import (
+    span,
+)
+from fwbench.report.inputs import Inputs
+from fwbench.report.sections.accuracy import data_sources, epoch_time_summary, of_ok_trials
+from fwbench.report.tables import (
+    Numbering,
+)
+
+
+def context(numbering: Numbering, data: Inputs, drawn: dict) -> dict:
+    """The claims table with each verdict, and per paper its figures and those left out."""
+    return {**claims_section(numbering, data), "paper_figures": PAPER_FIGURES,
+            "left_out": {paper: _left_out(drawn, keys) for paper, keys in
+                         PAPER_FIGURES.items()}}
+
+
+def figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figure]:
+    """The papers' figures rebuilt from this run, in document order."""
+    return {**_patel_figures(data, folder, failures), **_florencio_figures(data, folder),
+            **_tian_figures(data, folder)}
+
+
+def claims_section(numbering: Numbering, data: Inputs) -> dict:
+    catalog = load_claims()
+    rows, per_paper, counts = [], {}, {v: 0 for v in VERDICTS}
+    hints = {v: 0 for v in VERDICTS}
+    for claim in catalog["claims"]:
+        result = evaluate_claim(claim, data.comparisons, data.cell_stats, data.tests,
+                                data.trials, data.gaps, data.scaling, data.strategies)
+        counts[result["verdict"]] += 1
+        hints[result["verdict"]] += bool(result["exploratory"])
+        row = {**claim, **result, "verdict_class": result["verdict"].replace(" ", "-"),
+               "differences": " ".join([*result["notes"], claim["differences"]]).strip()}
+        rows.append(row)
+        per_verdict = per_paper.setdefault(claim["paper"], {v: [0, 0] for v in VERDICTS})
+        per_verdict[result["verdict"]][0] += 1
+        per_verdict[result["verdict"]][1] += bool(result["exploratory"])
+    table = {"key": "claims", "number": numbering.next("table"),
+             "caption": "Every quantitative claim of the five papers: the paper's words and where "
+                        "they stand, what was published, what this run measured, the verdict, "
+                        "and what may explain a difference. A verdict marked exploratory was "
+                        "drawn from comparisons or trials too few, unsteady or drifting to "
+                        "confirm anything: it is a hint for the next run, not a finding."}
+    per_paper = {paper: ", ".join(tally(v, n, hint) for v, (n, hint) in per_verdict.items() if n)
+                 for paper, per_verdict in per_paper.items()}
+    return {"table": table, "rows": rows, "counts": counts, "exploratory": hints,
+            "papers": catalog["papers"], "per_paper": per_paper}
+
+
+def tally(verdict: str, n: int, exploratory: int) -> str:
+    if not exploratory:
+        return f"{n} {verdict}"
+    return f"{n} {verdict} ({'all' if exploratory == n else exploratory} exploratory)"
+
+
+# The figures each paper section shows, in order (patel2023 Fig. 4 is the results' figure).
+PAPER_FIGURES = {
+    "patel2023": ["patel_fig1", "patel_fig2", "patel_fig3", "patel_fig5"],
+    "dai2022": [],
+    "florencio2019": [f"florencio_fig{n}" for n in range(4, 14)],
+    "tian2020": ["tian_times", "tian_accuracy", "tian_confusion"],
+    "sumanjali2024": [],
+}
+
+
+def _left_out(drawn: dict, keys: list[str]) -> list[dict]:
+    """The figures of ``keys`` that were not drawn, those sharing a reason said once."""
+    groups: dict[str, list[Figure]] = {}
+    for key in keys:
+        if drawn[key].file is None:
+            groups.setdefault(drawn[key].reason, []).append(drawn[key])
+    return [{"titles": "; ".join(f"{f.title} ({f.source})" if f.source else f.title
+                                 for f in group), "reason": reason}
+            for reason, group in groups.items()]
+
+
+def _preferred(trials: pd.DataFrame, select: dict) -> pd.DataFrame:
+    """The selected trials on one device, mode and profile: the paper's when the run has them.
+
+    The papers ran on a GPU, each framework with its defaults and idiomatic mode.
+    """
+    frame = style.select_rows(trials, select)
+    for axis, wanted in (("device", "cuda"), ("mode", "idiomatic"), ("profile", "defaults")):
+        if axis in frame and not frame.empty:
+            values = unique(frame, axis)
+            keep = wanted if wanted in values else values[0]
+            frame = frame[frame[axis].astype(str) == keep]
+    return frame
+
+
+def _patel_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figure]:
+    comparisons, trials = data.comparisons, data.trials
+    devices = join(unique(trials, "device")) or "no device"
+
+    def relative(number: int, phase: str, device: str, title: str) -> Figure:
+        where = "a GPU" if device == "cuda" else "the CPU"
+        return speed.relative_time(
+            comparisons, failures, folder, key=f"patel2023_fig{number}", title=title,
+            source=f"patel2023 Fig. {number}", select={"phase": phase, "device": device},
+            absent=f"this run has no {phase} pair on {where} (it measured {devices})")
+
+    infer = _preferred(trials, {"phase": "infer"})
+    power = "power_w_mean"
+    return {
+        "patel_fig1": relative(1, "train", "cuda", "Relative training time on the GPU"),
+        "patel_fig2": relative(2, "infer", "cuda", "Relative inference time on the GPU"),
+        "patel_fig3": relative(3, "infer", "cpu", "Relative inference time on the CPU"),
+        "patel_fig5": papers.metric_vs_batch(
+            infer, folder, key="patel2023_fig5", title="GPU power against batch size",
+            column=power, label=TELEMETRY_LABELS[power], select={}, source="patel2023 Fig. 5",
+            absent=(telemetry_absent(infer, power) if power not in infer or
+                    infer[power].notna().sum() == 0 else
+                    "it needs inference trials at two batch sizes or more with a power value")),
+    }
+
+
+def _florencio_figures(data: Inputs, folder: Path) -> dict[str, Figure]:
+    lenet = _preferred(data.trials, {"model": "lenet5", "batch_size": "100"})
+    absent = ("this run has no LeNet-5 cell at batch 100 (presets/florencio2019.yaml "
+              "measures them: 600 steps of batch 100 per trial, 100 trials)")
+    time_note = ("The paper timed whole epochs of 600 steps over MNIST; these are median step "
+                 "times (600 steps per trial in the preset) on synthetic data of MNIST's shape, "
+                 "so data loading is left out.")
+    panels = [(4, "train", "median_ns", "LeNet-5 training step time"),
+              (5, "infer", "median_ns", "LeNet-5 inference batch time")]
+    for first, column, what in ((6, "gpu_temp_c_max", "GPU temperature"),
+                                (8, "cpu_temp_c_max", "CPU temperature"),
+                                (10, "gpu_util_mean", "GPU utilization"),
+                                (12, "cpu_util_mean", "CPU utilization")):
+        panels += [(first, "train", column, f"{what} while training LeNet-5"),
+                   (first + 1, "infer", column, f"{what} during LeNet-5 inference")]
+    out = {}
+    for number, phase, column, title in panels:
+        telemetry = column != "median_ns"
+        reason = absent
+        if telemetry and not lenet.empty:
+            reason = telemetry_absent(lenet, column)
+        note = (time_note if not telemetry else
+                "The paper sampled averages during the phase; we show the trial's "
+                + TELEMETRY_LABELS[column] + " over its timed iterations.")
+        out[f"florencio_fig{number}"] = papers.trial_boxplots(
+            lenet, folder, key=f"florencio2019_fig{number}", title=title,
+            select={"phase": phase}, source=f"florencio2019 Fig. {number}", absent=reason,
+            note=note, column=column, label=TELEMETRY_LABELS.get(column))
+    return out
+
+
+def _tian_figures(data: Inputs, folder: Path) -> dict[str, Figure]:
+    """tian2020's figures from the convergence experiment, each left out with the reason."""
+    absent = no_real_data(data.trials)
+    summary = epoch_time_summary(data.trials)
+    counts = span(summary["n"]) if len(summary) else "no"
+    confusion = style.select_rows(of_ok_trials(data.confusion, data.trials),
+                                 {"experiment": "convergence"})
+    chosen, which = _confusion_cell(confusion)
+    return {
+        "tian_times": convergence.epoch_times(
+            summary, folder, key="tian2020_times", title="Training, inference and first-epoch "
+            "times", source="tian2020 Figures 2–4 and 6–8", absent=absent,
+            note="Training per epoch: the epochs after the first, validation excluded; "
+                 "inference: one pass over the test set (the validations after the first "
+                 "epoch); first epoch: its training time, tracing and autotuning included. "
+                 f"Trials per bar: {counts}. Data: {data_sources(data.trials)}."),
+        "tian_accuracy": convergence.accuracy_curves(
+            of_ok_trials(data.epochs, data.trials), folder, key="tian2020_accuracy",
+            title="Validation accuracy per epoch", source="tian2020 Figures 1 and 5",
+            absent=absent),
+        "tian_confusion": convergence.confusion_matrices(
+            chosen, folder, key="tian2020_confusion", title="Confusion matrix of the last "
+            "epoch", which=which, absent=absent),
+    }
+
+
+def _confusion_cell(confusion: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """One cell pair's matrices, and a sentence naming it: the paper's ResNet18 where the run
+    has it, on the device, mode and profile the papers used when present, else the first."""
+    if confusion.empty:
+        return confusion, ""
+    frame = _preferred(confusion, {"model": "resnet18"} if "resnet18" in
+                       set(confusion["model"].astype(str)) else {})
+    keys = [k for k in TRAINING_AXES if k in frame]
+    first = frame.sort_values(keys, kind="stable").iloc[0]
+    frame = frame[(frame[keys].astype(str) == first[keys].astype(str)).all(axis=1)]
+    cell = ", ".join(f"{k.replace('_', ' ')} {text(first[k])}" for k in keys
+                     if not missing(first[k]))
+    return frame, (f"the cell {cell}, after its last validation on the test set, chosen as "
+                   "the paper's ResNet18 (else the first cell) on the GPU, idiomatic mode and "
+                   "defaults profile where the run has them")
