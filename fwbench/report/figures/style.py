@@ -19,6 +19,10 @@ matplotlib.use("Agg")
 from matplotlib import rc_context  # noqa: E402
 from matplotlib.figure import Figure as MplFigure  # noqa: E402
 
+# A table's cells are read as the verdicts read them (fwbench.analysis.claims.wording).
+from fwbench.analysis.claims import wording  # noqa: E402
+from fwbench.analysis.claims.wording import flag, is_exploratory, missing, outcome  # noqa: E402,F401
+
 RC = {
     "svg.hashsalt": "fwbench",
     "svg.fonttype": "path",
@@ -69,51 +73,6 @@ class Figure:
     narrow: bool = False  # half the page width is enough (small box plots)
 
 
-def missing(value) -> bool:
-    """True for None, NaN, NaT and pandas' NA: a value that was not measured."""
-    if value is None:
-        return True
-    try:
-        return bool(value != value)  # NaN, NaT and NA are not equal to themselves
-    except (TypeError, ValueError):
-        return False
-
-
-def flag(value) -> bool:
-    """A boolean cell of a table: True, "True" or 1; anything missing is False."""
-    if missing(value):
-        return False
-    return value.strip().lower() == "true" if isinstance(value, str) else bool(value)
-
-
-def is_exploratory(row) -> bool:
-    """The comparison's verdict is only a hint (too few trials, unsteady or drifting ones):
-    fwbench.analysis.stats marks it, and every figure and table says so beside the verdict."""
-    return flag(row.get("exploratory"))
-
-
-def outcome(row) -> str:
-    """The direction a comparison row supports (ratio > 1: PyTorch slower).
-
-    The statistics' verdict decides when it is one of ``OUTCOME_LABELS``; for tables without
-    one, an interval that excludes 1 decides, else ``inconclusive``.
-    """
-    verdict = "" if missing(row.get("verdict")) else str(row.get("verdict")).lower()
-    if verdict in OUTCOME_LABELS:  # the statistics' own verdict (fwbench.analysis.stats.verdict)
-        return verdict
-    if "equiv" in verdict:
-        return "equivalent"
-    low, high = row.get("ratio_ci_low"), row.get("ratio_ci_high")
-    if not missing(high) and float(high) < 1:
-        return "pytorch_faster"
-    if not missing(low) and float(low) > 1:
-        return "tensorflow_faster"
-    for key in ("pytorch", "tensorflow"):
-        if f"{key} faster" in verdict or f"{key}_faster" in verdict:
-            return f"{key}_faster"
-    return "inconclusive"
-
-
 def pair_label(row, varying: list[str]) -> str:
     """A short label for a pair naming only the axes that vary across the figure."""
     parts = [str(row["model"]), str(row["phase"])]
@@ -162,13 +121,7 @@ def select_rows(frame, select: dict | None):
     """The rows of ``frame`` whose axis values match ``select`` (a list means any of them)."""
     if frame is None or frame.empty or not select:
         return frame if frame is not None else _empty()
-    keep = frame.index == frame.index
-    for axis, wanted in select.items():
-        if axis not in frame.columns:
-            return frame.iloc[0:0]
-        values = wanted if isinstance(wanted, list) else [wanted]
-        keep &= frame[axis].astype(str).isin([str(v) for v in values])
-    return frame[keep]
+    return wording.select_rows(frame, select)
 
 
 def _empty():

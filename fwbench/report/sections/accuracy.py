@@ -8,29 +8,29 @@ import pandas as pd
 
 from fwbench.analysis.claims.real_data import metric_format, no_real_data, real_data_trials
 from fwbench.analysis.claims.wording import (
-        TRAINING_AXES,
-        fmt_interval,
-        join,
-        label,
-        missing,
-        text,
-        unique,
+    TRAINING_AXES,
+    fmt_interval,
+    join,
+    label,
+    missing,
+    text,
+    unique,
 )
 from fwbench.analysis.estimators import median_ci
 from fwbench.plan.cells import REAL_DATA
 from fwbench.report.formatting import (
-        Notes,
-        level_sentence,
-        span,
-        with_level,
+    Notes,
+    level_sentence,
+    span,
+    with_level,
 )
 from fwbench.report.inputs import Inputs
 from fwbench.report.tables import (
-        Numbering,
-        axis_header,
-        constant,
-        table,
-        varying,
+    Numbering,
+    axis_header,
+    constant,
+    table,
+    varying,
 )
 
 
@@ -40,7 +40,6 @@ def context(numbering: Numbering, data: Inputs) -> dict:
 
 # The groups of the accuracy table and the time bars: the training axes, then the framework.
 TRAINING_KEYS = [*TRAINING_AXES, "framework"]
-
 
 # tian2020's three times per trial (trials-table columns; see fwbench.measure.results), by
 # panel title.
@@ -58,7 +57,7 @@ def of_ok_trials(frame: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
     return frame[[tuple(key) in wanted for key in frame[keys].astype(str).to_numpy()]]
 
 
-def median_interval(values) -> dict:
+def _median_interval(values) -> dict:
     """The median over trials with its distribution-free interval
     (fwbench.analysis.estimators.median_ci)."""
     values = [float(v) for v in values if not missing(v)]
@@ -67,7 +66,7 @@ def median_interval(values) -> dict:
             "level": ci.level}
 
 
-def training_groups(frame: pd.DataFrame):
+def _groups(frame: pd.DataFrame):
     """(axis values, trials) per training group and framework, in order."""
     if frame.empty:
         return
@@ -80,8 +79,8 @@ def epoch_time_summary(trials: pd.DataFrame) -> pd.DataFrame:
     """Per convergence cell and framework, the median over trials of each of tian2020's times,
     with its interval: the data of the time bars."""
     frame = real_data_trials(trials, "convergence")
-    return pd.DataFrame([{**key, "measure": measure, **median_interval(group[column])}
-                         for key, group in training_groups(frame)
+    return pd.DataFrame([{**key, "measure": measure, **_median_interval(group[column])}
+                         for key, group in _groups(frame)
                          for column, measure in EPOCH_TIMES.items()])
 
 
@@ -102,7 +101,7 @@ ACCURACY_TABLE = {
 def _median_text(values, column: str, notes: Notes, reason: str, uniform=None):
     """The median over trials with its interval (and coverage when not 95 %), as text."""
     fmt = metric_format(column)
-    m = median_interval(values)
+    m = _median_interval(values)
     if not m["n"]:
         return notes.missing(reason)
     if m["n"] == 1:
@@ -134,11 +133,11 @@ def accuracy_table(numbering: Numbering, data: Inputs) -> dict:
     columns = [c for e in REAL_DATA if e in unique(frame, "experiment") for c in
                ACCURACY_TABLE[e]]
     axes = varying(frame, TRAINING_AXES) or ["model"]
-    levels = {round(m["level"], 6) for _, g in training_groups(frame) for c, _ in columns
-              for m in [median_interval(g[c])] if m["n"] > 1}
+    levels = {round(m["level"], 6) for _, g in _groups(frame) for c, _ in columns
+              for m in [_median_interval(g[c])] if m["n"] > 1}
     uniform = levels.pop() if len(levels) == 1 else None
     rows = []
-    for key, group in training_groups(frame):
+    for key, group in _groups(frame):
         values = []
         for column, header in columns:
             if (column, header) not in ACCURACY_TABLE[key["experiment"]]:

@@ -76,7 +76,6 @@ def _audit_values(series: pd.Series) -> list[str]:
 # The versions table's items (fwbench.analysis.versions.audit_items), grouped for reading, in order.
 AUDIT_IMAGE_ITEMS = ("container", "image digest", "image tag", "image base", "image built")
 
-
 AUDIT_GROUPS = ["Image", "Python and framework build", "Libraries loaded (mapped shared objects)",
                 "Machine and workflow", "Environment variables that change behaviour",
                 "Installed packages"]

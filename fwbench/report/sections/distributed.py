@@ -47,8 +47,8 @@ from fwbench.report.tables import (
 
 
 def context(numbering: Numbering, data: Inputs) -> dict:
-    """Section 3.8: every strategy's scaling efficiency, and the two strategies of each
-    framework compared (stats/scaling.csv and stats/strategies.csv, fwbench.measure.distributed)."""
+    """Every strategy's scaling efficiency, and the two strategies of each framework compared
+    (stats/scaling.csv and stats/strategies.csv, fwbench.analysis.scaling)."""
     return {"scaling": scaling_table(numbering, data),
             "strategies": strategy_table(numbering, data)}
 

@@ -6,30 +6,30 @@ from __future__ import annotations
 from pathlib import Path
 
 from fwbench.analysis.claims.wording import (
-        PAIR_AXES,
-        fmt_duration,
-        label,
-        missing,
-        sig,
-        text,
+    PAIR_AXES,
+    fmt_duration,
+    label,
+    missing,
+    sig,
+    text,
 )
 from fwbench.report.figures import usage
 from fwbench.report.figures.style import Figure
 from fwbench.report.formatting import (
-        Notes,
-        cell_text,
+    Notes,
+    cell_text,
 )
 from fwbench.report.inputs import Inputs
 from fwbench.report.tables import (
-        Legend,
-        Numbering,
-        axis_header,
-        constant,
-        remarks,
-        shown_axes,
-        sorted_rows,
-        table,
-        without_empty_remarks,
+    Legend,
+    Numbering,
+    axis_header,
+    constant,
+    remarks,
+    shown_axes,
+    sorted_rows,
+    table,
+    without_empty_remarks,
 )
 
 

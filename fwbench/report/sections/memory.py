@@ -6,36 +6,36 @@ from __future__ import annotations
 from pathlib import Path
 
 from fwbench.analysis.claims.wording import (
-        PAIR_AXES,
-        fmt_p,
-        label,
-        sig,
-        text,
+    PAIR_AXES,
+    fmt_p,
+    label,
+    sig,
+    text,
 )
 from fwbench.analysis.memory import METRICS
 from fwbench.report.figures import usage
 from fwbench.report.figures.style import Figure
 from fwbench.report.formatting import (
-        Notes,
-        cell_text,
-        interval_text,
-        level_sentence,
-        uniform_level,
-        verdict_text,
-        with_level,
+    Notes,
+    cell_text,
+    interval_text,
+    level_sentence,
+    uniform_level,
+    verdict_text,
+    with_level,
 )
 from fwbench.report.inputs import Inputs
 from fwbench.report.tables import (
-        Legend,
-        Numbering,
-        absent_reason,
-        axis_header,
-        constant,
-        remarks,
-        shown_axes,
-        sorted_rows,
-        table,
-        without_empty_remarks,
+    Legend,
+    Numbering,
+    absent_reason,
+    axis_header,
+    constant,
+    remarks,
+    shown_axes,
+    sorted_rows,
+    table,
+    without_empty_remarks,
 )
 
 
@@ -51,9 +51,7 @@ def figures(data: Inputs, folder: Path) -> dict[str, Figure]:
 
 MIB = 2**20
 
-
 PEAK_NAMES = {"peak_rss_bytes": "RSS", "device_peak_bytes": "device"}
-
 
 MEMORY_VERDICTS = {"pytorch_less": "PyTorch less", "tensorflow_less": "TensorFlow less"}
 

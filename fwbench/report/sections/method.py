@@ -6,25 +6,25 @@ from __future__ import annotations
 import pandas as pd
 
 from fwbench.analysis.claims.wording import (
-        fmt_duration,
-        is_exploratory,
-        join,
-        label,
-        missing,
-        text,
-        unique,
+    fmt_duration,
+    is_exploratory,
+    join,
+    label,
+    missing,
+    text,
+    unique,
 )
 from fwbench.analysis.trial_quality import adjacency_summary, steadiness_summary
 from fwbench.report.facts import column_or_none, is_native, machine_columns, pinned, rows_where
 from fwbench.report.formatting import (
-        Notes,
-        NotMeasured,
-        span,
+    Notes,
+    NotMeasured,
+    span,
 )
 from fwbench.report.inputs import Inputs
 from fwbench.report.tables import (
-        Numbering,
-        table,
+    Numbering,
+    table,
 )
 
 
@@ -119,10 +119,8 @@ STACK_ITEMS = {
     "image_digest": "image digest",
 }
 
-
 # Columns a trial fills from its env.json: one of them set means the trial recorded its environment.
 ENVIRONMENT_COLUMNS = ("hostname", "platform", "python", "cpu_model", "container")
-
 
 NATIVE = "none (native)"
 

@@ -10,40 +10,40 @@ import pandas as pd
 
 from fwbench.analysis.claims.florencio import TELEMETRY_LABELS, telemetry_absent
 from fwbench.analysis.claims.wording import (
-        PAIR_AXES,
-        fmt_duration,
-        fmt_p,
-        join,
-        label,
-        missing,
-        percent,
-        sig,
-        unique,
+    PAIR_AXES,
+    fmt_duration,
+    fmt_p,
+    join,
+    label,
+    missing,
+    percent,
+    sig,
+    unique,
 )
 from fwbench.analysis.telemetry_trace import CHOICE
 from fwbench.report.facts import first_message
 from fwbench.report.figures import flops, speed, telemetry
 from fwbench.report.figures.style import Figure
 from fwbench.report.formatting import (
-        Notes,
-        NotMeasured,
-        cell_text,
-        interval_text,
-        level_sentence,
-        uniform_level,
-        verdict_text,
-        with_level,
+    Notes,
+    NotMeasured,
+    cell_text,
+    interval_text,
+    level_sentence,
+    uniform_level,
+    verdict_text,
+    with_level,
 )
 from fwbench.report.inputs import Inputs
 from fwbench.report.tables import (
-        Legend,
-        Numbering,
-        absent_reason,
-        axis_header,
-        constant,
-        sorted_rows,
-        table,
-        varying,
+    Legend,
+    Numbering,
+    absent_reason,
+    axis_header,
+    constant,
+    sorted_rows,
+    table,
+    varying,
 )
 
 

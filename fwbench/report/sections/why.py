@@ -212,7 +212,6 @@ FACTOR_LABELS = {
     "precision=fp32": "full fp32 precision",
 }
 
-
 SHORT_LABELS = {"threads": "threads", "tf32": "TF32", "cudnn_autotune": "cuDNN autotuning",
                 "layout": "layout", "determinism": "op determinism",
                 "memory_growth": "GPU memory growth"}
@@ -255,53 +254,64 @@ def explain(decomposition: pd.DataFrame, gaps: pd.DataFrame | None = None,
         gap = _gap_sentence(total["ratio"], math.exp(total["contribution_ci_low"]),
                             math.exp(total["contribution_ci_high"]))
         parts = [f"With each framework's defaults ({total['mode']} mode pair), {gap}."]
-        ratio_before = total["ratio"]
-        moved, unsupported = [], []
-        for _, r in rows[rows["row"] == "factor"].iterrows():
-            if r["status"] == "unsupported":
-                unsupported.append(r)
-                continue
-            if r["status"] != "measured":
-                moved.append(f"{factor_label(r['factor'])} was not measured ({r['reason']})")
-                continue
-            share = (f", {float(r['share']):.0%} of the gap"
-                     if _present(r.get("share")) and 0 <= float(r["share"]) <= 1 else "")
-            low, high = float(r["contribution_ci_low"]), float(r["contribution_ci_high"])
-            ci = (f"; contribution {float(r['contribution']):+.3f} on log time, interval "
-                  f"{low:+.3f} to {high:+.3f}"
-                  + (", not distinguishable from no effect" if low <= 0 <= high else ""))
-            after = f"to {_r(r['ratio'])}" if _present(r.get("ratio")) else ""
-            verb = ("Matching" if not str(r["factor"]).startswith(("mode=", "precision="))
-                    else "Switching")
-            moved.append(f"{verb} {factor_label(r['factor'])} moved the ratio from "
-                         f"{_r(ratio_before)} {after}{share}{ci}")
-            ratio_before = r["ratio"] if _present(r.get("ratio")) else ratio_before
-        if moved:
-            parts.append("; ".join(moved) + ".")
-        if unsupported:
-            names = [SHORT_LABELS.get(r["factor"], r["factor"]) for r in unsupported]
-            parts.append(f"Not varied on the {ident.get('device', 'device')}: "
-                         + join(names) + " (each reason is in the decomposition table; threads "
-                         "are equal in every profile).")
-        residual = rows[rows["row"] == "residual"]
-        if len(residual) and residual.iloc[0]["status"] == "measured":
-            res = residual.iloc[0]
-            share = (f" ({float(res['share']):.0%} of the gap at defaults)"
-                     if _present(res.get("share")) and 0 <= float(res["share"]) <= 1 else "")
-            if "last measured" in str(res.get("note") or ""):
-                parts.append(f"At the last measured point ({res['profile']}, {res['mode']}), "
-                             f"{_gap_sentence(res['ratio'])}; the steps after it were not "
-                             "measured, so no residual is claimed.")
-            else:
-                parts.append(f"With every listed factor matched, {_gap_sentence(res['ratio'])}:"
-                             f" this residual{share} is what none of the listed factors "
-                             "explains.")
+        parts.extend(_factor_sentences(rows, total["ratio"], ident))
+        parts.extend(_residual_sentence(rows))
         parts.extend(_profile_sentences(profiles, ident, rows))
         parts.extend(_gap_test_sentences(gaps, ident))
         title = (f"{ident.get('model')} {ident.get('phase')}, batch {ident.get('batch_size')}, "
                  f"{ident.get('input_shape')}, {ident.get('device')}")
         out.append({"title": title, "text": " ".join(parts), "key": ident})
     return out
+
+
+def _factor_sentences(rows: pd.DataFrame, ratio_before, ident: dict) -> list[str]:
+    """What matching each factor in turn did to the ratio, and the factors the device cannot
+    vary."""
+    moved, unsupported, parts = [], [], []
+    for _, r in rows[rows["row"] == "factor"].iterrows():
+        if r["status"] == "unsupported":
+            unsupported.append(r)
+            continue
+        if r["status"] != "measured":
+            moved.append(f"{factor_label(r['factor'])} was not measured ({r['reason']})")
+            continue
+        share = (f", {float(r['share']):.0%} of the gap"
+                 if _present(r.get("share")) and 0 <= float(r["share"]) <= 1 else "")
+        low, high = float(r["contribution_ci_low"]), float(r["contribution_ci_high"])
+        ci = (f"; contribution {float(r['contribution']):+.3f} on log time, interval "
+              f"{low:+.3f} to {high:+.3f}"
+              + (", not distinguishable from no effect" if low <= 0 <= high else ""))
+        after = f"to {_r(r['ratio'])}" if _present(r.get("ratio")) else ""
+        verb = ("Matching" if not str(r["factor"]).startswith(("mode=", "precision="))
+                else "Switching")
+        moved.append(f"{verb} {factor_label(r['factor'])} moved the ratio from "
+                     f"{_r(ratio_before)} {after}{share}{ci}")
+        ratio_before = r["ratio"] if _present(r.get("ratio")) else ratio_before
+    if moved:
+        parts.append("; ".join(moved) + ".")
+    if unsupported:
+        names = [SHORT_LABELS.get(r["factor"], r["factor"]) for r in unsupported]
+        parts.append(f"Not varied on the {ident.get('device', 'device')}: "
+                     + join(names) + " (each reason is in the decomposition table; threads "
+                     "are equal in every profile).")
+    return parts
+
+
+def _residual_sentence(rows: pd.DataFrame) -> list[str]:
+    """What remains with every listed factor matched (none when the residual was not
+    measured)."""
+    residual = rows[rows["row"] == "residual"]
+    if not len(residual) or residual.iloc[0]["status"] != "measured":
+        return []
+    res = residual.iloc[0]
+    share = (f" ({float(res['share']):.0%} of the gap at defaults)"
+             if _present(res.get("share")) and 0 <= float(res["share"]) <= 1 else "")
+    if "last measured" in str(res.get("note") or ""):
+        return [f"At the last measured point ({res['profile']}, {res['mode']}), "
+                f"{_gap_sentence(res['ratio'])}; the steps after it were not "
+                "measured, so no residual is claimed."]
+    return [f"With every listed factor matched, {_gap_sentence(res['ratio'])}:"
+            f" this residual{share} is what none of the listed factors explains."]
 
 
 def _profile_sentences(profiles, ident, rows) -> list[str]:
