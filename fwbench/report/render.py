@@ -70,6 +70,7 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
     reasons = failure_reasons(data.trials)
     soft = software(data.trials)
     facts = run_facts(data, run, epoch)
+    # The sections are built in document order: each numbers its tables as it is built.
     context = {"facts": facts, "software": soft, "warnings": warnings.context(data, soft),
                "method": method.context(numbering, data, soft),
                "results": results.context(numbering, data, reasons),
