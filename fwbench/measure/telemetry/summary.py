@@ -17,6 +17,7 @@ import json
 import math
 import os
 from collections import defaultdict
+from dataclasses import dataclass
 
 from fwbench.measure.telemetry.columns import SCHEMA_VERSION, decode_clock_event_reasons
 from fwbench.measure.telemetry.rapl import COLUMNS as RAPL_COLUMNS, UPDATE_S as RAPL_UPDATE_S
@@ -62,6 +63,47 @@ def _number(key, value):
         return float(value)
 
 
+@dataclass(frozen=True)
+class _Series:
+    """One trial's samples, split and prepared once for every phase."""
+    host: list
+    gpu: list
+    uuids: list
+    power: dict
+    power_field: str | None
+    period_s: float | None
+    update_s: float | None
+    idle_w: dict | None
+    idle: dict | None
+    rapl: list
+
+
+def _phase(series: _Series, markers_ns: dict, start_key: str, end_key: str, energy_readings,
+           batch_size, count) -> tuple[dict, str | None, str | None]:
+    """One phase's summary between two markers, with its GPU and CPU energy flags."""
+    start, end = markers_ns[start_key], markers_ns[end_key]
+    phase = {"duration_s": (end - start) / 1e9,
+             "n_samples": sum(start <= r["t_ns"] < end for r in series.host)}
+    flag = cpu_flag = None
+    if series.uuids:
+        phase.update(_gpu_phase(series.gpu, series.uuids, series.power, series.power_field,
+                                start, end))
+        phase.update(_energy(series.gpu, series.uuids, series.power, energy_readings, start_key,
+                             end_key, start, end))
+        resolution = _resolution_s(phase["energy_source"], series.update_s, series.period_s,
+                                   series.power_field)
+        flag = _short_window(phase, resolution)
+        if flag:
+            phase["energy_j"] = None
+        phase.update(_per_sample(phase, batch_size, count, series.idle_w))
+    phase.update(_cpu_phase(series.host, start, end))
+    if series.rapl:
+        cpu, cpu_flag = _cpu_energy(series.host, series.rapl, start, end, phase["duration_s"],
+                                    series.period_s, series.idle)
+        phase.update(cpu)
+    return phase, flag, cpu_flag
+
+
 def summarize_phases(samples, markers_ns: dict[str, int],
                      energy_readings: dict[str, dict[str, int | None]] | None = None,
                      batch_size: int | None = None, iterations: int | None = None, *,
@@ -94,37 +136,26 @@ def summarize_phases(samples, markers_ns: dict[str, int],
            and (gpu_uuids is None or r["gpu_uuid"] in gpu_uuids)]
     uuids = sorted({r["gpu_uuid"] for r in gpu})
     power_field = _power_field(gpu)
-    power = _power_series(gpu, uuids, power_field)
     period_s = meta.get("period_s") if meta else _median_step_s(host)
     update_s, update_source = _counter_update_s(idle, uuids)
     idle_w, idle_note = _idle_gpu_power(idle, uuids)
-    rapl = [c for c in RAPL_COLUMNS.values() if any(r.get(c) is not None for r in host)]
+    series = _Series(host, gpu, uuids, _power_series(gpu, uuids, power_field), power_field,
+                     period_s, update_s, idle_w, idle,
+                     [c for c in RAPL_COLUMNS.values() if any(r.get(c) is not None for r in host)])
     counts = {"cold_start": 1, "warmup": warmup_iterations, "measure": iterations}
     phases, flags, cpu_flags = {}, {}, {}
     phase_marks = PHASES if "blocks" in markers_ns else PHASES[:2] + _NO_BLOCKS
     for name, start_key, end_key in phase_marks:
         if start_key not in markers_ns or end_key not in markers_ns:
             continue
-        start, end = markers_ns[start_key], markers_ns[end_key]
-        phase = {"duration_s": (end - start) / 1e9,
-                 "n_samples": sum(start <= r["t_ns"] < end for r in host)}
-        if uuids:
-            phase.update(_gpu_phase(gpu, uuids, power, power_field, start, end))
-            phase.update(_energy(gpu, uuids, power, energy_readings, start_key, end_key,
-                                 start, end))
-            resolution = _resolution_s(phase["energy_source"], update_s, period_s, power_field)
-            flag = _short_window(phase, resolution)
-            if flag:
-                flags[name] = flag
-                phase["energy_j"] = None
-            phase.update(_per_sample(phase, batch_size, counts.get(name), idle_w))
-        phase.update(_cpu_phase(host, start, end))
-        if rapl:
-            cpu, flag = _cpu_energy(host, rapl, start, end, phase["duration_s"], period_s, idle)
-            phase.update(cpu)
-            if flag:
-                cpu_flags[name] = flag
+        phase, flag, cpu_flag = _phase(series, markers_ns, start_key, end_key, energy_readings,
+                                       batch_size, counts.get(name))
+        if flag:
+            flags[name] = flag
+        if cpu_flag:
+            cpu_flags[name] = cpu_flag
         phases[name] = _rounded(phase)
+    rapl = series.rapl
     out = {
         "schema_version": SCHEMA_VERSION,
         "period_s": period_s,
