@@ -12,7 +12,7 @@ PACKAGE = Path(fwbench.__file__).parent
 # The stages in the order data flows through them (docs/architecture.md).
 STAGES = ("plan", "environment", "measure", "analysis", "report")
 # Importable from every stage; they import no stage.
-SHARED = {"fwbench", "fwbench.errors", "fwbench.workflow"}
+SHARED = {"fwbench", "fwbench.errors", "fwbench.files", "fwbench.workflow"}
 # The command line: imports every stage, imported by none.
 ENTRY = {"fwbench.cli", "fwbench.__main__"}
 

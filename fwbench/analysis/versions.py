@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+from fwbench.files import write_atomic
+
 AUDIT_FIELDS = ["framework", "environment", "item", "value", "trials"]
 DIFF_FIELDS = ["framework", "item", "change", "this_run", "other_run"]
 
@@ -118,22 +120,15 @@ def read_csv(path) -> list[dict]:
 
 
 def write_csv(rows: list[dict], fields: list[str], path) -> None:
-    """Write atomically (temporary file, then rename)."""
+    """Write atomically (fwbench.files.write_atomic)."""
     import csv
-    import tempfile
+    import io
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=fields)
-            writer.writeheader()
-            writer.writerows(rows)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(path, text.getvalue())
 
 
 def audited_runs(results: str | os.PathLike = "results", exclude: str | None = None) -> list[str]:

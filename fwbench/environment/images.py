@@ -38,7 +38,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -46,6 +45,7 @@ import yaml
 
 from fwbench import SOURCE_DIR
 from fwbench.errors import FwbenchError
+from fwbench.files import write_atomic
 
 LOCK_PATH = SOURCE_DIR / "containers" / "images.lock"                  # the registry's
 LOCAL_LOCK_PATH = SOURCE_DIR / "containers" / "build" / "images.lock"   # make images
@@ -140,16 +140,7 @@ def write_lock(lock: dict, path: str | os.PathLike, header: str = LOCK_HEADER) -
     """Write the lock atomically, with its header comment."""
     path = Path(path)
     _check_lock(lock, path)
-    text = header + yaml.safe_dump(lock, sort_keys=False, default_flow_style=False)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)   # a lock is read by everyone (mkstemp makes it private)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, header + yaml.safe_dump(lock, sort_keys=False, default_flow_style=False))
 
 
 def tag_reference(entry: dict) -> str:

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from functools import cache
-from pathlib import Path
 
 import jsonschema
 import yaml
 
 from fwbench import SOURCE_DIR, __version__
 from fwbench.errors import ResultError
+from fwbench.files import write_atomic
 
 # Version history of the trial result file:
 # 1 — first version: cell, status, cold start, warm-up, every iteration, settings, git state.
@@ -25,18 +24,7 @@ SCHEMA_PATH = SOURCE_DIR / "rules" / "schemas" / "trial.schema.yaml"
 
 def write_json(data: dict, path: str | os.PathLike) -> None:
     """Write ``data`` so that a reader sees the old file or the whole new one, never half."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=True))
 
 
 @cache

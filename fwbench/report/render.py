@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fwbench import SOURCE_DIR, __version__
+from fwbench.files import staged_directory, write_atomic
 from fwbench.report.facts import failure_reasons, run_facts, software
 from fwbench.report.figures.style import Figure
 from fwbench.report.inputs import Inputs, load_inputs, source_date_epoch
-from fwbench.report.output import staged_directory, write_atomic
 from fwbench.report.sections import (
     abstract,
     accuracy,

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from fwbench.errors import FwbenchError
+from fwbench.files import write_atomic
 from fwbench.measure.telemetry.columns import SCHEMA_VERSION, describe
 from fwbench.measure.telemetry.gpu import NvmlSpec
 from fwbench.measure.telemetry.rapl import POWERCAP_ROOT
@@ -136,7 +137,7 @@ class Sampler:
             raise
         os.chmod(self._tmp, 0o644)
         self.meta = self._sidecar(done)
-        _write_atomic(sidecar_path(self.out_csv), json.dumps(self.meta, indent=1) + "\n")
+        write_atomic(sidecar_path(self.out_csv), json.dumps(self.meta, indent=1) + "\n")
         os.replace(self._tmp, self.out_csv)
         self._tmp = None
         self._close_pipes()
@@ -251,17 +252,3 @@ class _LineReader:
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; results are for everyone to read
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -1,5 +1,5 @@
-"""Writing the report's files: each written whole or not at all, so an interrupted build leaves
-the previous report (and its figures folder) in place."""
+"""Files written whole or not at all: a result, a table, a lock or the report is either the
+previous version or the new one, never half of it, when a job is killed mid-write."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, flush it to disk, then rename it."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            f.write(data if isinstance(data, bytes) else data.encode())
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual mode
