@@ -353,29 +353,15 @@ def run_profile(settings: dict, out_path) -> dict:
     return result
 
 
-@cache
-def _validator():
-    import jsonschema
-    import yaml
-
-    with open(SCHEMA_PATH) as f:
-        return jsonschema.Draft202012Validator(yaml.safe_load(f))
-
-
 def validate_profile(data: dict, source: str = "profile result") -> dict:
     """Check a profile result against its schema; raise ResultError naming what is wrong."""
-    import jsonschema
-
     from fwbench.errors import ResultError
+    from fwbench.measure.results import check_schema, schema_validator
 
     if data.get("kind") != PROFILE_KIND or data.get("schema_version") != JSON_VERSION:
         raise ResultError(f"{source}: not a profile result of version {JSON_VERSION} (kind "
                           f"{data.get('kind')!r}, schema_version {data.get('schema_version')!r})")
-    error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
-    if error is not None:
-        where = "/".join(map(str, error.absolute_path)) or "<top level>"
-        raise ResultError(f"{source}: invalid at {where}: {error.message}")
-    return data
+    return check_schema(data, schema_validator(SCHEMA_PATH), source)
 
 
 PROFILE_COLUMNS = ["run", "cell_id", "pair_id", "experiment", "device", "framework", "model",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from functools import cache
+from pathlib import Path
 
 import jsonschema
 import yaml
@@ -28,9 +29,19 @@ def write_json(data: dict, path: str | os.PathLike) -> None:
 
 
 @cache
-def _validator() -> jsonschema.Draft202012Validator:
-    with open(SCHEMA_PATH) as f:
+def schema_validator(path: Path = SCHEMA_PATH) -> jsonschema.Draft202012Validator:
+    """The validator of one of rules/schemas/, read once per process."""
+    with open(path) as f:
         return jsonschema.Draft202012Validator(yaml.safe_load(f))
+
+
+def check_schema(data: dict, validator: jsonschema.Draft202012Validator, source: str) -> dict:
+    """Raise ResultError naming where ``data`` breaks its schema, and how; else return it."""
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is not None:
+        where = "/".join(map(str, error.absolute_path)) or "<top level>"
+        raise ResultError(f"{source}: invalid at {where}: {error.message}")
+    return data
 
 
 def validate_trial(data: dict, source: str = "trial result") -> dict:
@@ -38,11 +49,7 @@ def validate_trial(data: dict, source: str = "trial result") -> dict:
     if version != JSON_VERSION:
         raise ResultError(f"{source}: unknown schema_version {version!r}; this fwbench reads "
                           f"version {JSON_VERSION}")
-    error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
-    if error is not None:
-        where = "/".join(map(str, error.absolute_path)) or "<top level>"
-        raise ResultError(f"{source}: invalid at {where}: {error.message}")
-    return data
+    return check_schema(data, schema_validator(), source)
 
 
 def load_trial(path: str | os.PathLike) -> dict:
