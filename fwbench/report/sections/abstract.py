@@ -5,34 +5,30 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fwbench.analysis.claims import VERDICTS
-from fwbench.analysis.claims.wording import (
-    is_exploratory,
-    join,
-    outcome,
-    sig,
-)
+from fwbench.analysis.claims import VERDICTS, wording
 from fwbench.report.inputs import Inputs
 from fwbench.report.sections.reproduction import tally
 
 
 def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures: dict) -> list:
     out, counts, hints = [], claims["counts"], claims["exploratory"]
-    versions = join(f"{s['label']} {s['version']}" for s in soft) or "no framework"
+    versions = wording.join(f"{s['label']} {s['version']}" for s in soft) or "no framework"
     out.append(
-        f"We measured {facts['n_cells']} cells ({join(facts['models']) or 'no model'}; "
-        f"{join(facts['phases']) or 'no phase'}; batch sizes {', '.join(facts['batch_sizes'])}"
-        f") of {versions} on {join(facts['devices']) or 'no device'}, in {facts['n_trials']} "
-        f"fresh-process trials of which {facts['n_ok']} ended ok.")
+        f"We measured {facts['n_cells']} cells ({wording.join(facts['models']) or 'no model'}; "
+        f"{wording.join(facts['phases']) or 'no phase'}; "
+        f"batch sizes {', '.join(facts['batch_sizes'])}"
+        f") of {versions} on {wording.join(facts['devices']) or 'no device'}, "
+        f"in {facts['n_trials']} fresh-process trials of which {facts['n_ok']} ended ok.")
     comparisons = data.comparisons
     if "ratio" in comparisons and comparisons["ratio"].notna().any():
         rated = comparisons[comparisons["ratio"].notna()]
-        kinds = [outcome(r) for _, r in rated.iterrows()]
+        kinds = [wording.outcome(r) for _, r in rated.iterrows()]
         low, high = rated.loc[rated["ratio"].idxmin()], rated.loc[rated["ratio"].idxmax()]
         out.append(
-            f"PyTorch's median time divided by TensorFlow's ranged from {sig(low['ratio'])} "
-            f"({_pair_name(low)}) to {sig(high['ratio'])} ({_pair_name(high)}). PyTorch was "
-            f"faster in {kinds.count('pytorch_faster')} of {len(kinds)} matched pairs, "
+            "PyTorch's median time divided by TensorFlow's ranged from "
+            f"{wording.sig(low['ratio'])} ({_pair_name(low)}) to "
+            f"{wording.sig(high['ratio'])} ({_pair_name(high)}). PyTorch was faster in "
+            f"{kinds.count('pytorch_faster')} of {len(kinds)} matched pairs, "
             f"TensorFlow in {kinds.count('tensorflow_faster')}; "
             f"{kinds.count('equivalent')} were equivalent and "
             f"{kinds.count('inconclusive')} inconclusive"
@@ -49,13 +45,13 @@ def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures:
     if failures["rows"]:
         statuses = pd.Series([r[2] for r in failures["rows"]]).value_counts().sort_index()
         out.append(f"{len(failures['rows'])} trials did not end ok ("
-                   + join(f"{n} {s}" for s, n in statuses.items())
+                   + wording.join(f"{n} {s}" for s, n in statuses.items())
                    + f"); Table {failures['number']} gives each with its reason.")
     return out
 
 
 def _exploratory_clause(rated: pd.DataFrame) -> str:
-    hints = sum(is_exploratory(r) for _, r in rated.iterrows())
+    hints = sum(wording.is_exploratory(r) for _, r in rated.iterrows())
     if not hints:
         return ""
     every = "every one of these verdicts is" if hints == len(rated) else f"{hints} of them are"

@@ -6,40 +6,20 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fwbench.analysis.claims import wording
 from fwbench.analysis.claims.real_data import metric_format, no_real_data, real_data_trials
-from fwbench.analysis.claims.wording import (
-    TRAINING_AXES,
-    fmt_interval,
-    join,
-    label,
-    missing,
-    text,
-    unique,
-)
 from fwbench.analysis.estimators import median_ci
 from fwbench.plan.cells import REAL_DATA
-from fwbench.report.formatting import (
-    Notes,
-    level_sentence,
-    span,
-    with_level,
-)
+from fwbench.report import formatting, tables
 from fwbench.report.inputs import Inputs
-from fwbench.report.tables import (
-    Numbering,
-    axis_header,
-    constant,
-    table,
-    varying,
-)
 
 
-def context(numbering: Numbering, data: Inputs) -> dict:
+def context(numbering: tables.Numbering, data: Inputs) -> dict:
     return {"table": accuracy_table(numbering, data)}
 
 
 # The groups of the accuracy table and the time bars: the training axes, then the framework.
-TRAINING_KEYS = [*TRAINING_AXES, "framework"]
+TRAINING_KEYS = [*wording.TRAINING_AXES, "framework"]
 
 # tian2020's three times per trial (trials-table columns; see fwbench.measure.results), by
 # panel title.
@@ -60,7 +40,7 @@ def of_ok_trials(frame: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
 def _median_interval(values) -> dict:
     """The median over trials with its distribution-free interval
     (fwbench.analysis.estimators.median_ci)."""
-    values = [float(v) for v in values if not missing(v)]
+    values = [float(v) for v in values if not wording.missing(v)]
     ci = median_ci(values)
     return {"n": len(values), "median": ci.estimate, "low": ci.low, "high": ci.high,
             "level": ci.level}
@@ -86,7 +66,7 @@ def epoch_time_summary(trials: pd.DataFrame) -> pd.DataFrame:
 
 def data_sources(trials: pd.DataFrame) -> str:
     frame = real_data_trials(trials)
-    return join(unique(frame, "data_source")) or "not recorded"
+    return wording.join(wording.unique(frame, "data_source")) or "not recorded"
 
 
 # The accuracy table's columns per experiment: (trials-table column, header).
@@ -98,7 +78,7 @@ ACCURACY_TABLE = {
 }
 
 
-def _median_text(values, column: str, notes: Notes, reason: str, uniform=None):
+def _median_text(values, column: str, notes: formatting.Notes, reason: str, uniform=None):
     """The median over trials with its interval (and coverage when not 95 %), as text."""
     fmt = metric_format(column)
     m = _median_interval(values)
@@ -106,33 +86,33 @@ def _median_text(values, column: str, notes: Notes, reason: str, uniform=None):
         return notes.missing(reason)
     if m["n"] == 1:
         return f"{fmt(m['median'])} (one trial: no interval)"
-    return f"{fmt(m['median'])} " + with_level(fmt_interval(m["low"], m["high"], fmt),
-                                               m["level"], uniform)
+    return f"{fmt(m['median'])} " + formatting.with_level(
+        wording.fmt_interval(m["low"], m["high"], fmt), m["level"], uniform)
 
 
-def _to_target(group: pd.DataFrame, column: str, notes: Notes, uniform):
+def _to_target(group: pd.DataFrame, column: str, notes: formatting.Notes, uniform):
     """Epochs or time to the target accuracy, over the trials that reached it."""
-    targets = unique(group, "target_accuracy")
+    targets = wording.unique(group, "target_accuracy")
     if not targets:
         return notes.missing("no target accuracy was set (`data.target_accuracy`)")
     reached = group[column].dropna()
     if reached.empty:
-        return notes.missing(f"no trial reached the target accuracy {join(targets)} in its "
-                             f"{span(group.get('n_epochs', []))} epochs")
+        return notes.missing(f"no trial reached the target accuracy {wording.join(targets)} in its "
+                             f"{formatting.span(group.get('n_epochs', []))} epochs")
     said = _median_text(reached, column, notes, "", uniform)
     if len(reached) < len(group):
         said += f" ({len(reached)} of {len(group)} trials reached it)"
     return said
 
 
-def accuracy_table(numbering: Numbering, data: Inputs) -> dict:
+def accuracy_table(numbering: tables.Numbering, data: Inputs) -> dict:
     """Accuracy per cell, optimizer and framework: tian2020's and sumanjali2024's final and best
     validation accuracy, epochs and training time to the target, florencio2019's test
     accuracy after its epoch; each the median over trials with its interval."""
-    frame, notes = real_data_trials(data.trials), Notes()
-    columns = [c for e in REAL_DATA if e in unique(frame, "experiment") for c in
+    frame, notes = real_data_trials(data.trials), formatting.Notes()
+    columns = [c for e in REAL_DATA if e in wording.unique(frame, "experiment") for c in
                ACCURACY_TABLE[e]]
-    axes = varying(frame, TRAINING_AXES) or ["model"]
+    axes = tables.varying(frame, wording.TRAINING_AXES) or ["model"]
     levels = {round(m["level"], 6) for _, g in _groups(frame) for c, _ in columns
               for m in [_median_interval(g[c])] if m["n"] > 1}
     uniform = levels.pop() if len(levels) == 1 else None
@@ -147,22 +127,22 @@ def accuracy_table(numbering: Numbering, data: Inputs) -> dict:
             else:
                 values.append(_median_text(group[column], column, notes,
                                            "no trial recorded it", uniform))
-        rows.append([text(key[a]) for a in axes] + [label(key["framework"]), str(len(group)),
-                                                    *values])
+        rows.append([wording.text(key[a]) for a in axes]
+                    + [wording.label(key["framework"]), str(len(group)), *values])
     caption = ("Accuracy of the real-data experiments per cell and framework, from the same "
                "initial weights and batch order in both: the median over trials of the "
                "validation accuracy on the test set after the last epoch (final) and at the "
                "best epoch (best), the epochs and the training time (validation passes "
                "excluded, as tian2020 subtracts them) to the target accuracy "
-               f"{join(unique(frame, 'target_accuracy')) or '(none set)'} over the trials "
-               "that reached it, and the epoch experiment's test accuracy after training; "
-               "each with the distribution-free interval of the median over trials (95 % "
+               f"{wording.join(wording.unique(frame, 'target_accuracy')) or '(none set)'} "
+               "over the trials that reached it, and the epoch experiment's test accuracy after "
+               "training; each with the distribution-free interval of the median over trials (95 % "
                "unless stated; — where the experiment does not measure it)."
-               f"{level_sentence(uniform)} Epochs per trial: "
-               f"{span(frame.get('n_epochs', []))}. Data: {data_sources(data.trials)}. "
-               f"{constant(frame, TRAINING_AXES)}.")
-    return table(numbering, "accuracy", caption,
-                 [axis_header(a) for a in axes] + ["Framework", "Trials"]
-                 + [header for _, header in columns], rows, notes,
-                 f"No accuracy was measured: {no_real_data(data.trials)}.",
-                 classes=[""] * (len(axes) + 1) + ["num"] * (1 + len(columns)))
+               f"{formatting.level_sentence(uniform)} Epochs per trial: "
+               f"{formatting.span(frame.get('n_epochs', []))}. Data: {data_sources(data.trials)}. "
+               f"{tables.constant(frame, wording.TRAINING_AXES)}.")
+    return tables.table(numbering, "accuracy", caption,
+                        [tables.axis_header(a) for a in axes] + ["Framework", "Trials"]
+                        + [header for _, header in columns], rows, notes,
+                        f"No accuracy was measured: {no_real_data(data.trials)}.",
+                        classes=[""] * (len(axes) + 1) + ["num"] * (1 + len(columns)))

@@ -9,21 +9,10 @@ import sys
 import pandas as pd
 
 from fwbench import __version__
-from fwbench.analysis.claims.wording import (
-    join,
-    label,
-    missing,
-    unique,
-)
-from fwbench.report.formatting import (
-    Notes,
-)
+from fwbench.analysis.claims import wording
+from fwbench.report.formatting import Notes
 from fwbench.report.inputs import Inputs
-from fwbench.report.tables import (
-    Legend,
-    Numbering,
-    table,
-)
+from fwbench.report.tables import Legend, Numbering, table
 
 
 def context(numbering: Numbering, data: Inputs, run: str) -> dict:
@@ -52,15 +41,15 @@ AUDIT_COLUMNS = {
 def audit_table(numbering: Numbering, data: Inputs) -> dict:
     trials, notes, rows = data.trials, Notes(), []
     for column, title in AUDIT_COLUMNS.items():
-        for framework in unique(trials, "framework") or [""]:
+        for framework in wording.unique(trials, "framework") or [""]:
             if column not in trials:
                 value = notes.missing(f"the trials table has no `{column}` column; the trial's "
                                       "env.json side file may hold it")
             else:
                 part = trials[trials["framework"].astype(str) == framework]
-                value = join(_audit_values(part[column])) or notes.missing(
+                value = wording.join(_audit_values(part[column])) or notes.missing(
                     f"no trial recorded its {title}")
-            rows.append([title, label(framework), value])
+            rows.append([title, wording.label(framework), value])
     for name, version in builder_versions().items():
         rows.append([name, "report builder", version])
     return table(numbering, "audit", "Version audit: every provenance value the trials "
@@ -70,7 +59,7 @@ def audit_table(numbering: Numbering, data: Inputs) -> dict:
 
 
 def _audit_values(series: pd.Series) -> list[str]:
-    return sorted({str(v) for v in series if not missing(v)})
+    return sorted({str(v) for v in series if not wording.missing(v)})
 
 
 # The versions table's items (fwbench.analysis.versions.audit_items), grouped for reading, in order.
@@ -101,7 +90,7 @@ def versions_table(numbering: Numbering, data: Inputs) -> dict:
     environments = []
     if not frame.empty and needed <= set(frame.columns):
         environments = sorted(set(zip(frame["framework"], frame["environment"])))
-    columns = [f"{label(f)} ({legend.cite([f'`{e}`'])})" for f, e in environments]
+    columns = [f"{wording.label(f)} ({legend.cite([f'`{e}`'])})" for f, e in environments]
     if environments:
         first_seen = {item: i for i, item in reversed(list(enumerate(frame["item"])))}
         items = sorted(first_seen, key=lambda item: (_audit_group(item), first_seen[item]))
@@ -147,7 +136,7 @@ def diff_tables(numbering: Numbering, data: Inputs) -> list[dict]:
         rows = []
         if {"framework", "item", "change"} <= set(frame.columns):
             for _, row in frame.iterrows():
-                rows.append([label(row["framework"]), row["item"], row["change"],
+                rows.append([wording.label(row["framework"]), row["item"], row["change"],
                              row.get("this_run") or "—", row.get("other_run") or "—"])
         tables.append(table(
             numbering, f"audit-diff-{other}", f"What differs between this run's versions "

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from fwbench.report.formatting import (
-    Notes,
-)
+from fwbench.report.formatting import Notes
 from fwbench.report.inputs import Inputs
-from fwbench.report.tables import (
-    Numbering,
-    table,
-)
+from fwbench.report.tables import Numbering, table
 
 
 def context(numbering: Numbering, data: Inputs) -> dict:

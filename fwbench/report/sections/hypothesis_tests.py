@@ -3,21 +3,10 @@ its p-values are corrected in."""
 
 from __future__ import annotations
 
-from fwbench.analysis.claims.wording import (
-    fmt_p,
-    is_exploratory,
-    missing,
-    sig,
-)
-from fwbench.report.formatting import (
-    Notes,
-)
+from fwbench.analysis.claims import wording
+from fwbench.report.formatting import Notes
 from fwbench.report.inputs import Inputs
-from fwbench.report.tables import (
-    Legend,
-    Numbering,
-    table,
-)
+from fwbench.report.tables import Legend, Numbering, table
 
 TEST_DETAIL = ["scope", "hypothesis", "test", "variant", "n", "estimate", "p", "p_corrected",
                "decision"]
@@ -33,7 +22,7 @@ def context(numbering: Numbering, data: Inputs) -> dict:
         if family is not None:
             rows.append({"group": str(family)})
         for _, row in group.iterrows():
-            note = row["note"] if has_note and not missing(row["note"]) else ""
+            note = row["note"] if has_note and not wording.missing(row["note"]) else ""
             rows.append([_test_value(row, c, notes) for c in columns]
                         + ([legend.cite([note] if note else [])] if has_note else []))
     why = data.problems.get("tests", "the statistics ran no test")
@@ -48,11 +37,11 @@ def context(numbering: Numbering, data: Inputs) -> dict:
 
 def _test_value(row, column: str, notes: Notes):
     value = row[column]
-    if column == "decision" and not missing(value) and is_exploratory(row):
+    if column == "decision" and not wording.missing(value) and wording.is_exploratory(row):
         return f"{value} (exploratory)"
-    if missing(value):
+    if wording.missing(value):
         return "" if column in ("note", "variant") else "—"
     if isinstance(value, float):
-        return fmt_p(value) if column.lower().startswith("p") or column.endswith("_p") \
-            else sig(value)
+        return wording.fmt_p(value) if column.lower().startswith("p") or column.endswith("_p") \
+            else wording.sig(value)
     return str(value)

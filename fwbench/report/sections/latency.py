@@ -5,35 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fwbench.analysis.claims.wording import (
-    PAIR_AXES,
-    fmt_duration,
-    label,
-    missing,
-    sig,
-    text,
-)
+from fwbench.analysis.claims import wording
+from fwbench.report import tables
 from fwbench.report.figures import usage
 from fwbench.report.figures.style import Figure
-from fwbench.report.formatting import (
-    Notes,
-    cell_text,
-)
+from fwbench.report.formatting import Notes, cell_text
 from fwbench.report.inputs import Inputs
-from fwbench.report.tables import (
-    Legend,
-    Numbering,
-    axis_header,
-    constant,
-    remarks,
-    shown_axes,
-    sorted_rows,
-    table,
-    without_empty_remarks,
-)
 
 
-def context(numbering: Numbering, data: Inputs) -> dict:
+def context(numbering: tables.Numbering, data: Inputs) -> dict:
     return {"table": latency_table(numbering, data)}
 
 
@@ -43,42 +23,43 @@ def figures(data: Inputs, folder: Path) -> dict[str, Figure]:
 
 def _with_bounds(row, q: int, notes: Notes):
     """"228 µs (223–296)": the percentile with its interval in the percentile's unit."""
-    value = cell_text(row, f"p{q}_ns", notes, "no kept iteration", fmt_duration)
+    value = cell_text(row, f"p{q}_ns", notes, "no kept iteration", wording.fmt_duration)
     low, high = row.get(f"p{q}_ci_low_ns"), row.get(f"p{q}_ci_high_ns")
-    if not isinstance(value, str) or missing(low) or missing(high):
+    if not isinstance(value, str) or wording.missing(low) or wording.missing(high):
         return value
     number, unit = value.split(" ")
     scale = float(row[f"p{q}_ns"]) / float(number)
-    return f"{value} ({sig(float(low) / scale)}–{sig(float(high) / scale)})"
+    return f"{value} ({wording.sig(float(low) / scale)}–{wording.sig(float(high) / scale)})"
 
 
-def latency_table(numbering: Numbering, data: Inputs) -> dict:
+def latency_table(numbering: tables.Numbering, data: Inputs) -> dict:
     """Per inference cell (every cell when the run has none): p50, p90 and p99 of its kept
     iterations, each with its bootstrap interval over trials."""
     frame = data.latency
     if "phase" in frame and (frame["phase"].astype(str) == "infer").any():
         frame = frame[frame["phase"].astype(str) == "infer"]
-    frame, notes = sorted_rows(frame, ["framework"]), Notes()
-    axes = shown_axes(frame)
-    shared, own = remarks(frame)
-    legend = Legend("L")
+    frame, notes = tables.sorted_rows(frame, ["framework"]), Notes()
+    axes = tables.shown_axes(frame)
+    shared, own = tables.remarks(frame)
+    legend = tables.Legend("L")
     rows = []
     for (_, row), own_remarks in zip(frame.iterrows(), own):
         rows.append([str(row.get(a, "")) for a in axes] + [
-            label(row["framework"]), *(_with_bounds(row, q, notes) for q in (50, 90, 99)),
-            f"{text(row['n_iterations'])} ({text(row['n_trials'])})", legend.cite(own_remarks)])
+            wording.label(row["framework"]), *(_with_bounds(row, q, notes) for q in (50, 90, 99)),
+            f"{wording.text(row['n_iterations'])} ({wording.text(row['n_trials'])})",
+            legend.cite(own_remarks)])
     phase = "inference " if "phase" in frame and (frame["phase"].astype(str) == "infer").all() \
         else ""
     caption = (f"Latency per {phase}cell: the 50th, 90th and 99th percentile of single "
                "iterations (one batch each) pooled over the ok trials, each with its 95 % "
                "percentile-bootstrap interval (in brackets, same unit) that draws whole "
                "trials, and the iterations (trials) behind them. "
-               f"{constant(frame, PAIR_AXES)}."
+               f"{tables.constant(frame, wording.PAIR_AXES)}."
                + (f" Every cell: {'; '.join(shared)}." if shared else ""))
     why = data.problems.get("latency", "no ok trial kept its iterations")
-    return without_empty_remarks(table(numbering, "latency", caption,
-                  [axis_header(a) for a in axes] + ["Framework", "p50", "p90", "p99",
-                                                    "Iterations (trials)", "Remarks"],
+    return tables.without_empty_remarks(tables.table(numbering, "latency", caption,
+                  [tables.axis_header(a) for a in axes] + ["Framework", "p50", "p90", "p99",
+                                                           "Iterations (trials)", "Remarks"],
                   rows, notes, f"No latency percentiles: {why}.",
                   classes=[""] * len(axes) + ["", "num", "num", "num", "num", ""],
                   legend=legend))

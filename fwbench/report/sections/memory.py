@@ -5,47 +5,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fwbench.analysis.claims.wording import (
-    PAIR_AXES,
-    fmt_p,
-    label,
-    sig,
-    text,
-)
+from fwbench.analysis.claims import wording
 from fwbench.analysis.memory import METRICS
+from fwbench.report import formatting, tables
 from fwbench.report.figures import usage
 from fwbench.report.figures.style import Figure
-from fwbench.report.formatting import (
-    Notes,
-    cell_text,
-    interval_text,
-    level_sentence,
-    uniform_level,
-    verdict_text,
-    with_level,
-)
 from fwbench.report.inputs import Inputs
-from fwbench.report.tables import (
-    Legend,
-    Numbering,
-    absent_reason,
-    axis_header,
-    constant,
-    remarks,
-    shown_axes,
-    sorted_rows,
-    table,
-    without_empty_remarks,
-)
 
 
-def context(numbering: Numbering, data: Inputs) -> dict:
+def context(numbering: tables.Numbering, data: Inputs) -> dict:
     return {"table": memory_table(numbering, data),
             "comparisons": memory_comparison_table(numbering, data)}
 
 
 def figures(data: Inputs, folder: Path) -> dict[str, Figure]:
-    return {"memory": usage.memory_vs_batch(data.memory, folder, absent=absent_reason(
+    return {"memory": usage.memory_vs_batch(data.memory, folder, absent=tables.absent_reason(
         data, "memory", "the trials recorded no peak memory (peak_rss_bytes)"))}
 
 
@@ -57,75 +31,77 @@ MEMORY_VERDICTS = {"pytorch_less": "PyTorch less", "tensorflow_less": "TensorFlo
 
 
 def _mib(value) -> str:
-    return sig(float(value) / MIB)
+    return wording.sig(float(value) / MIB)
 
 
-def memory_table(numbering: Numbering, data: Inputs) -> dict:
+def memory_table(numbering: tables.Numbering, data: Inputs) -> dict:
     """Per cell and peak: the median over ok trials with its interval, the range, and what
     failed (out of memory)."""
-    frame, notes = sorted_rows(data.memory, ["framework", "metric"]), Notes()
-    axes = shown_axes(frame)
-    uniform = uniform_level(frame, "ci_level")
-    shared, own = remarks(frame)
-    legend = Legend("M")
+    frame, notes = tables.sorted_rows(data.memory, ["framework", "metric"]), formatting.Notes()
+    axes = tables.shown_axes(frame)
+    uniform = formatting.uniform_level(frame, "ci_level")
+    shared, own = tables.remarks(frame)
+    legend = tables.Legend("M")
     rows = []
     for (_, row), own_remarks in zip(frame.iterrows(), own):
-        failed = (f"out of memory in all {text(row['n_trials'])} trials"
+        failed = (f"out of memory in all {wording.text(row['n_trials'])} trials"
                   if int(row.get("n_oom", 0) or 0) else "no ok trial recorded this peak")
         rows.append([str(row.get(a, "")) for a in axes] + [
-            label(row["framework"]), PEAK_NAMES.get(row["metric"], row["metric"]),
-            cell_text(row, "median_bytes", notes, failed, _mib),
-            with_level(interval_text(row, "ci_low_bytes", "ci_high_bytes", notes, failed, _mib),
-                       row.get("ci_level"), uniform),
-            interval_text(row, "min_bytes", "max_bytes", notes, failed, _mib),
-            f"{text(row['n_values'])}/{text(row['n_trials'])}",
+            wording.label(row["framework"]), PEAK_NAMES.get(row["metric"], row["metric"]),
+            formatting.cell_text(row, "median_bytes", notes, failed, _mib),
+            formatting.with_level(formatting.interval_text(row, "ci_low_bytes", "ci_high_bytes",
+                                                           notes, failed, _mib),
+                                  row.get("ci_level"), uniform),
+            formatting.interval_text(row, "min_bytes", "max_bytes", notes, failed, _mib),
+            f"{wording.text(row['n_values'])}/{wording.text(row['n_trials'])}",
             legend.cite(own_remarks),
         ])
     peaks = "; ".join(f"{PEAK_NAMES[m]}: {what}" for m, what in METRICS.items()
                       if m in set(frame.get("metric", [])))
     caption = ("Peak memory per cell in MiB: the median over ok trials with its interval "
                "(95 % unless stated), the range over trials, and the trials that recorded it. "
-               f"{peaks}. {constant(frame, PAIR_AXES)}.{level_sentence(uniform)}"
+               f"{peaks}. {tables.constant(frame, wording.PAIR_AXES)}."
+               f"{formatting.level_sentence(uniform)}"
                + (f" Every cell: {'; '.join(shared)}." if shared else ""))
     why = data.problems.get("memory", "the trials recorded no peak memory")
-    return without_empty_remarks(table(numbering, "memory", caption,
-                  [axis_header(a) for a in axes] + ["Framework", "Peak", "Median",
-                                                    "Interval", "Range", "Trials",
-                                                    "Remarks"],
+    return tables.without_empty_remarks(tables.table(numbering, "memory", caption,
+                  [tables.axis_header(a) for a in axes] + ["Framework", "Peak", "Median",
+                                                           "Interval", "Range", "Trials",
+                                                           "Remarks"],
                   rows, notes, f"No peak memory: {why}.",
                   classes=[""] * len(axes) + ["", "", "num", "num", "num", "num", ""],
                   legend=legend))
 
 
-def memory_comparison_table(numbering: Numbering, data: Inputs) -> dict:
+def memory_comparison_table(numbering: tables.Numbering, data: Inputs) -> dict:
     """Per matched pair and peak: PyTorch's median over TensorFlow's, decided as time is."""
-    frame, notes = sorted_rows(data.memory_comparisons, ["metric"]), Notes()
-    axes = shown_axes(frame)
+    frame, notes = tables.sorted_rows(data.memory_comparisons, ["metric"]), formatting.Notes()
+    axes = tables.shown_axes(frame)
     rows = []
     for _, row in frame.iterrows():
         rows.append([str(row.get(a, "")) for a in axes] + [
             PEAK_NAMES.get(row["metric"], row["metric"]),
-            cell_text(row, "ratio", notes, "no ratio", sig),
-            interval_text(row, "ratio_ci_low", "ratio_ci_high", notes, "no interval"),
-            cell_text(row, "mannwhitney_p", notes, "no test", fmt_p),
-            cell_text(row, "p_adjusted", notes, "no test", fmt_p),
+            formatting.cell_text(row, "ratio", notes, "no ratio", wording.sig),
+            formatting.interval_text(row, "ratio_ci_low", "ratio_ci_high", notes, "no interval"),
+            formatting.cell_text(row, "mannwhitney_p", notes, "no test", wording.fmt_p),
+            formatting.cell_text(row, "p_adjusted", notes, "no test", wording.fmt_p),
             _memory_verdict(row, notes),
         ])
     caption = ("PyTorch's median peak memory over TensorFlow's per matched pair (above 1: "
                "PyTorch uses more), with the statistics of time: the Hodges-Lehmann interval of "
                "the log peaks at the Bonferroni level of its family (experiment, device, phase, "
                "peak), the exact Mann-Whitney p raw and adjusted, and the verdict against "
-               f"±5 % equivalence. {constant(frame, PAIR_AXES)}.")
+               f"±5 % equivalence. {tables.constant(frame, wording.PAIR_AXES)}.")
     why = data.problems.get("memory_comparisons", "no pair has a peak on both sides")
-    return table(numbering, "memory-comparisons", caption,
-                 [axis_header(a) for a in axes] + ["Peak", "Ratio", "Interval", "p",
-                                                   "p (Bonferroni)", "Verdict"],
-                 rows, notes, f"No memory comparison: {why}.",
-                 classes=[""] * len(axes) + ["", "num", "num", "num", "num", ""])
+    return tables.table(numbering, "memory-comparisons", caption,
+                        [tables.axis_header(a) for a in axes] + ["Peak", "Ratio", "Interval", "p",
+                                                                 "p (Bonferroni)", "Verdict"],
+                        rows, notes, f"No memory comparison: {why}.",
+                        classes=[""] * len(axes) + ["", "num", "num", "num", "num", ""])
 
 
-def _memory_verdict(row, notes: Notes):
-    said = verdict_text(row, notes)
+def _memory_verdict(row, notes: formatting.Notes):
+    said = formatting.verdict_text(row, notes)
     for name, shown in MEMORY_VERDICTS.items():
         said = said.replace(name, shown) if isinstance(said, str) else said
     return said

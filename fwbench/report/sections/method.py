@@ -5,27 +5,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fwbench.analysis.claims.wording import (
-    fmt_duration,
-    is_exploratory,
-    join,
-    label,
-    missing,
-    text,
-    unique,
-)
+from fwbench.analysis.claims import wording
 from fwbench.analysis.trial_quality import adjacency_summary, steadiness_summary
 from fwbench.report.facts import column_or_none, is_native, machine_columns, pinned, rows_where
-from fwbench.report.formatting import (
-    Notes,
-    NotMeasured,
-    span,
-)
+from fwbench.report.formatting import Notes, NotMeasured, span
 from fwbench.report.inputs import Inputs
-from fwbench.report.tables import (
-    Numbering,
-    table,
-)
+from fwbench.report.tables import Numbering, table
 
 
 def context(numbering: Numbering, data: Inputs, soft: list[dict]) -> dict:
@@ -40,7 +25,8 @@ HARDWARE_COLUMNS = ["cpu_model", "cpu_count", "device_name", "driver", "platform
 def method(data: Inputs) -> dict:
     trials, comparisons = data.trials, data.comparisons
     shown = HARDWARE_COLUMNS + machine_columns(trials)
-    hardware = {c: join(unique(trials, c)) for c in shown if unique(trials, c)}
+    hardware = {c: wording.join(wording.unique(trials, c)) for c in shown
+                if wording.unique(trials, c)}
     corrections = [name for column, name in (("p_adjusted", "Bonferroni"), ("holm_p", "Holm"),
                                              ("bh_p", "Benjamini-Hochberg"))
                    if column in comparisons]
@@ -50,10 +36,10 @@ def method(data: Inputs) -> dict:
         "trials_per_cell": span(trials.groupby("cell_id").size()) if "cell_id" in trials
         else "none",
         "interleaved": "run_order" in trials,
-        "ratio_methods": unique(comparisons, "ratio_method"),
+        "ratio_methods": wording.unique(comparisons, "ratio_method"),
         "corrections": corrections,
-        "families": unique(data.tests, "family"),
-        "exploratory": sum(is_exploratory(r) for _, r in comparisons.iterrows())
+        "families": wording.unique(data.tests, "family"),
+        "exploratory": sum(wording.is_exploratory(r) for _, r in comparisons.iterrows())
         if "exploratory" in comparisons else 0,
         "pairs": _adjacency_sentence(adjacency_summary(trials)),
         "steadiness": _steadiness_sentence(steadiness_summary(trials, data.cell_stats,
@@ -75,7 +61,7 @@ def _adjacency_sentence(summary: dict) -> str:
     if summary["adjacent"] < n:
         gaps = [f"{int(summary['max_pair_gap_trials'])} trials"
                 if "max_pair_gap_trials" in summary else "",
-                fmt_duration(summary["max_pair_gap_s"] * 1e9)
+                wording.fmt_duration(summary["max_pair_gap_s"] * 1e9)
                 if "max_pair_gap_s" in summary else ""]
         gaps = ", ".join(g for g in gaps if g)
         sentence += f" (the widest gap: {gaps})" if gaps else ""
@@ -126,14 +112,14 @@ NATIVE = "none (native)"
 
 
 def _recorded(row) -> bool:
-    return any(not missing(row.get(c)) for c in ENVIRONMENT_COLUMNS)
+    return any(not wording.missing(row.get(c)) for c in ENVIRONMENT_COLUMNS)
 
 
 def _stack_value(row, column: str) -> str | None:
     """One trial's value of a stack item as text; None where the trial recorded no environment."""
     if column in ("container", "image_digest"):
         container = row.get("container")
-        if missing(container):
+        if wording.missing(container):
             return None
         if is_native(container):
             return NATIVE
@@ -142,8 +128,8 @@ def _stack_value(row, column: str) -> str | None:
         digest = row.get("image_digest")
         return str(digest) if pinned(digest) else "none (unpinned)"
     value = row.get(column)
-    if not missing(value) and str(value).strip():
-        return text(value)
+    if not wording.missing(value) and str(value).strip():
+        return wording.text(value)
     if column in ("cuda", "cudnn") and _recorded(row):
         return "none (not in this build)"
     return None
@@ -152,7 +138,7 @@ def _stack_value(row, column: str) -> str | None:
 def stack_differences(numbering: Numbering, trials: pd.DataFrame) -> dict:
     """Per framework: CUDA and cuDNN of its build, Python, OS, image and digest, from the trials
     table; which are the same in both environments and which differ; where each was measured."""
-    frameworks = unique(trials, "framework")
+    frameworks = wording.unique(trials, "framework")
     notes, rows = Notes(), []
     status: dict[str, list[str]] = {"same": [], "differ": [], "unknown": []}
     has_any = any(c in trials for c in STACK_ITEMS)
@@ -171,8 +157,9 @@ def stack_differences(numbering: Numbering, trials: pd.DataFrame) -> dict:
                                             "(no env.json beside its result)"))
                 continue
             unrecorded = found.count(None)
-            values.append(join(known) + (f" ({unrecorded} of {len(found)} trials recorded none)"
-                                         if unrecorded else ""))
+            values.append(wording.join(known)
+                          + (f" ({unrecorded} of {len(found)} trials recorded none)"
+                             if unrecorded else ""))
         compared = []
         if len(frameworks) > 1:
             if any(isinstance(v, NotMeasured) for v in values):
@@ -182,7 +169,7 @@ def stack_differences(numbering: Numbering, trials: pd.DataFrame) -> dict:
             status[kind].append(title)
             compared = [{"same": "same", "differ": "differs", "unknown": "unknown"}[kind]]
         rows.append([title, *values, *compared])
-    labels = [label(f) for f in frameworks]
+    labels = [wording.label(f) for f in frameworks]
     listed = table(
         numbering, "stack", "Stack of each framework environment, from the environment every "
         "trial recorded (its env.json): the CUDA and cuDNN versions the framework was built "
@@ -191,8 +178,9 @@ def stack_differences(numbering: Numbering, trials: pd.DataFrame) -> dict:
         "(Appendix A).",
         ["Item", *labels] + (["In both"] if len(frameworks) > 1 else []), rows, notes,
         "No stack can be listed: the trials table has none of the columns "
-        + join(f"`{c}`" for c in STACK_ITEMS) + " (fwbench.measure.results reads them from each "
-        "trial's env.json).", classes=["", *["id"] * len(labels), ""])
+        + wording.join(f"`{c}`" for c in STACK_ITEMS)
+        + " (fwbench.measure.results reads them from each trial's env.json).",
+        classes=["", *["id"] * len(labels), ""])
     return {"table": listed, "frameworks": labels, **status,
             "where": [s for f in frameworks for s in _where_measured(trials, f)]}
 
@@ -202,7 +190,7 @@ def _where_measured(trials: pd.DataFrame, framework: str) -> list[str]:
     if "container" not in trials:
         return []
     part = trials[trials["framework"].astype(str) == framework]
-    who, total, out = label(framework), len(part), []
+    who, total, out = wording.label(framework), len(part), []
 
     def count(n: int) -> str:
         if n == total:
@@ -214,13 +202,14 @@ def _where_measured(trials: pd.DataFrame, framework: str) -> list[str]:
         out.append(f"{who}: {count(len(native))} measured natively, no container image "
                    "(container: none).")
     digests = column_or_none(part, "image_digest")
-    contained = rows_where(part, [not missing(c) and not is_native(c) for c in part["container"]])
+    contained = rows_where(part, [not wording.missing(c) and not is_native(c)
+                                  for c in part["container"]])
     for image, group in contained.groupby(contained["container"].astype(str), sort=True):
         by_digest = sorted({str(d) for d in digests[group.index] if pinned(d)})
         n_unpinned = sum(not pinned(d) for d in digests[group.index])
         if by_digest:
             out.append(f"{who}: {count(len(group) - n_unpinned)} ran in the image `{image}`, "
-                       f"pinned by its digest {join(f'`{d}`' for d in by_digest)}.")
+                       f"pinned by its digest {wording.join(f'`{d}`' for d in by_digest)}.")
         if n_unpinned:
             out.append(f"{who}: {count(n_unpinned)} ran in the image `{image}` with no sha256 "
                        "digest on record: unpinned.")

@@ -8,26 +8,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from fwbench.analysis.claims import VERDICTS, evaluate_claim, load_claims
+from fwbench.analysis.claims import VERDICTS, evaluate_claim, load_claims, wording
 from fwbench.analysis.claims.florencio import TELEMETRY_LABELS, telemetry_absent
 from fwbench.analysis.claims.real_data import no_real_data
-from fwbench.analysis.claims.wording import (
-    TRAINING_AXES,
-    join,
-    missing,
-    text,
-    unique,
-)
 from fwbench.report.figures import convergence, papers, speed, style
 from fwbench.report.figures.style import Figure
-from fwbench.report.formatting import (
-    span,
-)
+from fwbench.report.formatting import span
 from fwbench.report.inputs import Inputs
 from fwbench.report.sections.accuracy import data_sources, epoch_time_summary, of_ok_trials
-from fwbench.report.tables import (
-    Numbering,
-)
+from fwbench.report.tables import Numbering
 
 
 def context(numbering: Numbering, data: Inputs, drawn: dict) -> dict:
@@ -105,7 +94,7 @@ def _preferred(trials: pd.DataFrame, select: dict) -> pd.DataFrame:
     frame = style.select_rows(trials, select)
     for axis, wanted in (("device", "cuda"), ("mode", "idiomatic"), ("profile", "defaults")):
         if axis in frame and not frame.empty:
-            values = unique(frame, axis)
+            values = wording.unique(frame, axis)
             keep = wanted if wanted in values else values[0]
             frame = frame[frame[axis].astype(str) == keep]
     return frame
@@ -113,7 +102,7 @@ def _preferred(trials: pd.DataFrame, select: dict) -> pd.DataFrame:
 
 def _patel_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figure]:
     comparisons, trials = data.comparisons, data.trials
-    devices = join(unique(trials, "device")) or "no device"
+    devices = wording.join(wording.unique(trials, "device")) or "no device"
 
     def relative(number: int, phase: str, device: str, title: str) -> Figure:
         where = "a GPU" if device == "cuda" else "the CPU"
@@ -201,11 +190,11 @@ def _confusion_cell(confusion: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         return confusion, ""
     frame = _preferred(confusion, {"model": "resnet18"} if "resnet18" in
                        set(confusion["model"].astype(str)) else {})
-    keys = [k for k in TRAINING_AXES if k in frame]
+    keys = [k for k in wording.TRAINING_AXES if k in frame]
     first = frame.sort_values(keys, kind="stable").iloc[0]
     frame = frame[(frame[keys].astype(str) == first[keys].astype(str)).all(axis=1)]
-    cell = ", ".join(f"{k.replace('_', ' ')} {text(first[k])}" for k in keys
-                     if not missing(first[k]))
+    cell = ", ".join(f"{k.replace('_', ' ')} {wording.text(first[k])}" for k in keys
+                     if not wording.missing(first[k]))
     return frame, (f"the cell {cell}, after its last validation on the test set, chosen as "
                    "the paper's ResNet18 (else the first cell) on the GPU, idiomatic mode and "
                    "defaults profile where the run has them")

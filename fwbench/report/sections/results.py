@@ -8,46 +8,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from fwbench.analysis.claims import wording
 from fwbench.analysis.claims.florencio import TELEMETRY_LABELS, telemetry_absent
-from fwbench.analysis.claims.wording import (
-    PAIR_AXES,
-    fmt_duration,
-    fmt_p,
-    join,
-    label,
-    missing,
-    percent,
-    sig,
-    unique,
-)
 from fwbench.analysis.telemetry_trace import CHOICE
+from fwbench.report import formatting, tables
 from fwbench.report.facts import first_message
 from fwbench.report.figures import flops, speed, telemetry
 from fwbench.report.figures.style import Figure
-from fwbench.report.formatting import (
-    Notes,
-    NotMeasured,
-    cell_text,
-    interval_text,
-    level_sentence,
-    uniform_level,
-    verdict_text,
-    with_level,
-)
 from fwbench.report.inputs import Inputs
-from fwbench.report.tables import (
-    Legend,
-    Numbering,
-    absent_reason,
-    axis_header,
-    constant,
-    sorted_rows,
-    table,
-    varying,
-)
 
 
-def context(numbering: Numbering, data: Inputs, failures: dict) -> dict:
+def context(numbering: tables.Numbering, data: Inputs, failures: dict) -> dict:
     """The results' tables in document order; ``failures``: pair id -> why it is incomplete."""
     return {"comparisons": comparison_table(numbering, data, failures),
             "cells": cell_table(numbering, data, failures),
@@ -67,12 +38,12 @@ def figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figure]:
             trials, folder, key="energy_per_sample", title="Energy per sample",
             column="energy_per_sample_j", label=TELEMETRY_LABELS["energy_per_sample_j"],
             absent=telemetry_absent(trials, "energy_per_sample_j")),
-        "flops": flops.achieved_flops(data.flops, folder, absent=absent_reason(
+        "flops": flops.achieved_flops(data.flops, folder, absent=tables.absent_reason(
             data, "flops", "the statistics computed no achieved FLOP/s (stats/flops.csv, rule "
                            "summarise_flops)")),
         "telemetry": telemetry.telemetry_trace(data.telemetry_trace, folder, chosen=CHOICE,
-                                               absent=absent_reason(data, "telemetry_trace",
-                                                                    TRACE_ABSENT)),
+                                               absent=tables.absent_reason(data, "telemetry_trace",
+                                                                           TRACE_ABSENT)),
     }
 
 
@@ -80,40 +51,43 @@ TRACE_ABSENT = ("the tables hold no telemetry trace: no trial ended ok, or the r
                 "collect_telemetry_trace did not run (tables/telemetry_trace.parquet)")
 
 
-def comparison_table(numbering: Numbering, data: Inputs, failures: dict) -> dict:
-    frame, notes = sorted_rows(data.comparisons), Notes()
-    axes = varying(frame, PAIR_AXES) or ["model"]
+def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) -> dict:
+    frame, notes = tables.sorted_rows(data.comparisons), formatting.Notes()
+    axes = tables.varying(frame, wording.PAIR_AXES) or ["model"]
     problem = data.problems.get("comparisons")
     no_ratio = (f"no statistics ({problem})" if problem else
                 "the statistics computed no ratio (both frameworks need ok trials)")
-    methods = unique(frame, "ratio_method")
+    methods = wording.unique(frame, "ratio_method")
     level_column = ("ratio_ci_family_level" if "ratio_ci_family_level" in frame
                     else "ratio_ci_level")
-    uniform = uniform_level(frame, level_column)
+    uniform = formatting.uniform_level(frame, level_column)
     per_row_method = len(methods) > 1  # one method for all: said once, in the caption
     rows = []
     for _, row in frame.iterrows():
         cells = [str(row.get(a, "")) for a in axes]
-        if "ratio" not in row.index or missing(row["ratio"]):
+        if "ratio" not in row.index or wording.missing(row["ratio"]):
             # no ratio: one reason (the failed trials) stands for every column of the pair
             reason = notes.missing(failures.get(row.get("pair_id"), no_ratio))
             rows.append(cells + [reason] * (7 if per_row_method else 6))
             continue
-        method = [cell_text(row, "ratio_method", notes, "no interval method recorded")]
+        method = [formatting.cell_text(row, "ratio_method", notes, "no interval method recorded")]
         level = row.get(level_column)  # said only when the family falls short of 95 %
-        level = level if not missing(level) and float(level) < 0.95 - 1e-9 else None
-        interval = interval_text(row, "ratio_ci_low", "ratio_ci_high", notes,
-                                 "no interval computed")
-        if level is not None and float(level) <= 0 and not isinstance(interval, NotMeasured):
+        level = level if not wording.missing(level) and float(level) < 0.95 - 1e-9 else None
+        interval = formatting.interval_text(row, "ratio_ci_low", "ratio_ci_high", notes,
+                                            "no interval computed")
+        if (level is not None and float(level) <= 0
+                and not isinstance(interval, formatting.NotMeasured)):
             interval, level = f"{interval} (no joint coverage)", None
         rows.append(cells + [
-            cell_text(row, "ratio", notes, no_ratio, sig),
-            with_level(interval, level, uniform),
+            formatting.cell_text(row, "ratio", notes, no_ratio, wording.sig),
+            formatting.with_level(interval, level, uniform),
             *(method if per_row_method else []),
-            cell_text(row, "mannwhitney_p", notes, "too few trials for a test", fmt_p),
-            cell_text(row, "p_adjusted", notes, "no adjusted p (no test)", fmt_p),
+            formatting.cell_text(row, "mannwhitney_p", notes, "too few trials for a test",
+                                 wording.fmt_p),
+            formatting.cell_text(row, "p_adjusted", notes, "no adjusted p (no test)",
+                                 wording.fmt_p),
             _cliffs(row, notes),
-            verdict_text(row, notes),
+            formatting.verdict_text(row, notes),
         ])
     interval = (f" Interval: {methods[0]}." if len(methods) == 1 else
                 "" if methods else " No interval method was recorded.")
@@ -124,73 +98,75 @@ def comparison_table(numbering: Numbering, data: Inputs, failures: dict) -> dict
                "device, phase) hold together at 95 % unless stated, each at 1 − 0.05/m for the "
                f"family's m comparisons; the verdict reads the interval alone.{interval}"
                f"{_family_level_sentence(uniform)} "
-               f"{constant(frame, PAIR_AXES)}.")
+               f"{tables.constant(frame, wording.PAIR_AXES)}.")
     why = data.problems.get("comparisons", "no matched pair was compared")
-    return table(numbering, "comparisons", caption,
-                 [axis_header(a) for a in axes] + ["Ratio", "Interval"]
-                 + (["Method"] if per_row_method else []) + ["p", "p (Bonferroni)",
-                                                             "Cliff's δ", "Verdict"],
-                 rows, notes, f"No comparison: {why}.",
-                 classes=[""] * len(axes) + ["num", "num"] + ([""] if per_row_method else [])
-                 + ["num", "num", "", ""])
+    return tables.table(numbering, "comparisons", caption,
+                        [tables.axis_header(a) for a in axes] + ["Ratio", "Interval"]
+                        + (["Method"] if per_row_method else []) + ["p", "p (Bonferroni)",
+                                                                    "Cliff's δ", "Verdict"],
+                        rows, notes, f"No comparison: {why}.",
+                        classes=[""] * len(axes) + ["num", "num"] + ([""] if per_row_method else [])
+                        + ["num", "num", "", ""])
 
 
 def _family_level_sentence(level) -> str:
     if level is None or level > 0.95 - 1e-9:
         return ""
-    together = (f"hold together at only {percent(level)}" if level > 0 else
+    together = (f"hold together at only {wording.percent(level)}" if level > 0 else
                 "have no guaranteed joint coverage")
     return (f" With so few trials 95 % cannot be reached: each family's intervals {together}, "
             "and none decides a verdict.")
 
 
-def _cliffs(row, notes: Notes):
-    delta = cell_text(row, "cliffs_delta", notes, "too few trials for an effect size", sig)
-    if isinstance(delta, NotMeasured) or missing(row.get("cliffs_magnitude")):
+def _cliffs(row, notes: formatting.Notes):
+    delta = formatting.cell_text(row, "cliffs_delta", notes, "too few trials for an effect size",
+                                 wording.sig)
+    if isinstance(delta, formatting.NotMeasured) or wording.missing(row.get("cliffs_magnitude")):
         return delta
     return f"{delta} ({row['cliffs_magnitude']})"
 
 
-def cell_table(numbering: Numbering, data: Inputs, failures: dict) -> dict:
-    frame, notes = data.cell_stats, Notes()
+def cell_table(numbering: tables.Numbering, data: Inputs, failures: dict) -> dict:
+    frame, notes = data.cell_stats, formatting.Notes()
     if frame.empty:
         frame = data.cells
-    frame = sorted_rows(frame, ["framework"])
-    axes = varying(frame, PAIR_AXES) or ["model"]
+    frame = tables.sorted_rows(frame, ["framework"])
+    axes = tables.varying(frame, wording.PAIR_AXES) or ["model"]
     status = _cell_status(data.trials)
-    shared, legend = _shared_warnings(frame), Legend("W")
-    uniform = uniform_level(frame, "ci_level")
+    shared, legend = _shared_warnings(frame), tables.Legend("W")
+    uniform = formatting.uniform_level(frame, "ci_level")
     rows = []
     for _, row in frame.iterrows():
         failed = status.get(str(row.get("cell_id")), "no ok trial")
-        rows.append([str(row.get(a, "")) for a in axes] + [label(row.get("framework")),
+        rows.append([str(row.get(a, "")) for a in axes] + [wording.label(row.get("framework")),
             _trial_count(row, notes),
-            cell_text(row, "median_ns", notes, failed, fmt_duration),
-            with_level(interval_text(row, "ci_low_ns", "ci_high_ns", notes, failed, fmt_duration),
-                       row.get("ci_level"), uniform),
-            cell_text(row, "iqr_ns", notes, failed, fmt_duration),
-            cell_text(row, "cv", notes, "needs two ok trials", sig),
-            cell_text(row, "throughput_sps", notes, failed, sig),
-            cell_text(row, "cold_start_median_ns", notes, failed, fmt_duration),
+            formatting.cell_text(row, "median_ns", notes, failed, wording.fmt_duration),
+            formatting.with_level(formatting.interval_text(row, "ci_low_ns", "ci_high_ns", notes,
+                                                           failed, wording.fmt_duration),
+                                  row.get("ci_level"), uniform),
+            formatting.cell_text(row, "iqr_ns", notes, failed, wording.fmt_duration),
+            formatting.cell_text(row, "cv", notes, "needs two ok trials", wording.sig),
+            formatting.cell_text(row, "throughput_sps", notes, failed, wording.sig),
+            formatting.cell_text(row, "cold_start_median_ns", notes, failed, wording.fmt_duration),
             legend.cite(_cell_remarks(row, shared)),
         ])
     caption = ("Every cell: trials ended ok of those run; median of the trials' median "
                "iteration times with its confidence interval (95 % unless stated), "
                "interquartile range and coefficient of variation between trials; throughput "
                "(samples/s); median cold-start iteration. "
-               f"{constant(frame, PAIR_AXES)}.{level_sentence(uniform)}"
+               f"{tables.constant(frame, wording.PAIR_AXES)}.{formatting.level_sentence(uniform)}"
                + (f" Every cell: {'; '.join(shared)}." if shared else ""))
     why = data.problems.get("cell_stats", "no cell was summarized")
-    return table(numbering, "cells", caption,
-                 [axis_header(a) for a in axes] + ["Framework", "Ok/trials", "Median",
-                                                   "Interval", "IQR", "CV", "Samples/s",
-                                                   "Cold start", "Remarks"],
-                 rows, notes, f"No cell statistics: {why}.",
-                 classes=[""] * (len(axes) + 1) + ["num"] * 7 + [""], legend=legend)
+    return tables.table(numbering, "cells", caption,
+                        [tables.axis_header(a) for a in axes]
+                        + ["Framework", "Ok/trials", "Median", "Interval", "IQR", "CV",
+                           "Samples/s", "Cold start", "Remarks"],
+                        rows, notes, f"No cell statistics: {why}.",
+                        classes=[""] * (len(axes) + 1) + ["num"] * 7 + [""], legend=legend)
 
 
 def _warning_list(value) -> list[str]:
-    return [] if missing(value) else [w.strip() for w in str(value).split(";") if w.strip()]
+    return [] if wording.missing(value) else [w.strip() for w in str(value).split(";") if w.strip()]
 
 
 def _shared_warnings(frame: pd.DataFrame) -> list[str]:
@@ -205,24 +181,25 @@ def _cell_status(trials: pd.DataFrame) -> dict:
     if trials.empty or "status" not in trials:
         return {}
     failed = trials[trials["status"] != "ok"]
-    return {str(cell): f"{join(sorted(set(g['status'])))}: {first_message(g) or 'no message'}"
+    return {str(cell): f"{wording.join(sorted(set(g['status'])))}: "
+                       f"{first_message(g) or 'no message'}"
             for cell, g in failed.groupby("cell_id", sort=True)}
 
 
-def _trial_count(row, notes: Notes):
-    if missing(row.get("n_ok")) or missing(row.get("n_trials")):
+def _trial_count(row, notes: formatting.Notes):
+    if wording.missing(row.get("n_ok")) or wording.missing(row.get("n_trials")):
         return notes.missing("the statistics have no trial counts")
     return f"{int(row['n_ok'])}/{int(row['n_trials'])}"
 
 
 def _cell_remarks(row, shared: list[str]) -> list[str]:
     parts = [w for w in _warning_list(row.get("warnings")) if w not in shared]
-    if not missing(row.get("status")) and str(row["status"]) != "ok":
+    if not wording.missing(row.get("status")) and str(row["status"]) != "ok":
         parts.append(f"{row['status']}: {row.get('message', '')}".strip(": "))
     return parts
 
 
-def tests_summary_table(numbering: Numbering, data: Inputs, appendix: str) -> dict:
+def tests_summary_table(numbering: tables.Numbering, data: Inputs, appendix: str) -> dict:
     """How many tests of each kind ran and what they decided; the appendix lists each."""
     frame = data.tests
     keys = [k for k in ("source", "test", "variant") if k in frame]
@@ -234,7 +211,8 @@ def tests_summary_table(numbering: Numbering, data: Inputs, appendix: str) -> di
             rows.append([*map(str, key), str(len(group)),
                          "; ".join(f"{n} {d}" for d, n in sorted(decisions.items()))])
     why = data.problems.get("tests", "the statistics ran no test")
-    return table(numbering, "tests", "Hypothesis tests by source, test and variant, with what "
-                 f"they decided; {appendix} lists every test with its p-values and notes.",
-                 [k.capitalize() for k in keys] + ["Tests", "Decisions"], rows, Notes(),
-                 f"No test: {why}.", classes=[""] * len(keys) + ["num", ""])
+    return tables.table(numbering, "tests", "Hypothesis tests by source, test and variant, with "
+                        f"what they decided; {appendix} lists every test with its p-values and "
+                        "notes.", [k.capitalize() for k in keys] + ["Tests", "Decisions"], rows,
+                        formatting.Notes(), f"No test: {why}.",
+                        classes=[""] * len(keys) + ["num", ""])

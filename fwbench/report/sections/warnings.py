@@ -6,12 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fwbench.analysis.claims.wording import (
-    join,
-    label,
-    missing,
-    unique,
-)
+from fwbench.analysis.claims import wording
 from fwbench.report.facts import column_or_none, is_native, machine_columns, pinned, rows_where
 from fwbench.report.inputs import Inputs
 
@@ -22,7 +17,7 @@ def context(data: Inputs, soft: list[dict]) -> list[str]:
     commits = trials["git_commit"].dropna().astype(str) if "git_commit" in trials else []
     if len(set(commits)) > 1:
         counts = pd.Series(commits).value_counts().sort_index()
-        listed = join(f"{c[:12]} ({n} trials)" for c, n in counts.items())
+        listed = wording.join(f"{c[:12]} ({n} trials)" for c, n in counts.items())
         out.append(f"This run mixes workflow commits: {listed}. Trials measured by different "
                    "code are compared as if they were one run; re-run the older trials.")
     if "git_commit" in trials and trials["git_commit"].isna().any():
@@ -37,19 +32,20 @@ def context(data: Inputs, soft: list[dict]) -> list[str]:
         if len(apart):
             out.append(f"{len(apart)} cell group(s) were not measured together (a partial "
                        "re-run measured one side later, or out of the planned order), so drift "
-                       "can favour one framework: " + join(f"`{p}`" for p in sorted(apart)[:5])
+                       "can favour one framework: "
+                       + wording.join(f"`{p}`" for p in sorted(apart)[:5])
                        + (" …" if len(apart) > 5 else "") + ".")
     threads = {s["threads_intra"] for s in soft}
     if len(threads) > 1:
         out.append("The frameworks ran with different intra-op thread counts ("
-                   + join(f"{s['label']} {s['threads_intra']}" for s in soft) + ").")
+                   + wording.join(f"{s['label']} {s['threads_intra']}" for s in soft) + ").")
     for s in soft:
         if " and " in s["version"]:
             out.append(f"{s['label']} ran in several versions in this run: {s['version']}.")
-    versions = unique(trials, "fwbench_version")
+    versions = wording.unique(trials, "fwbench_version")
     if len(versions) > 1:
-        out.append(f"This run mixes fwbench versions ({join(versions)}): trials measured by "
-                   "different releases are compared as one run.")
+        out.append(f"This run mixes fwbench versions ({wording.join(versions)}): trials "
+                   "measured by different releases are compared as one run.")
     out += machine_warnings(trials)
     out += unpinned_warnings(trials)
     out += [f"The {name.replace('_', ' ')} table is missing: {why}." for name, why in
@@ -69,11 +65,12 @@ def machine_warnings(trials: pd.DataFrame) -> list[str]:
         groups = sorted(differs[differs > 1].index)
         if groups:
             out.append(f"The machine's {column.replace('_', ' ')} changed between trials of "
-                       f"{len(groups)} cell group(s) ({join(unique(values, column))}), e.g. "
+                       f"{len(groups)} cell group(s) "
+                       f"({wording.join(wording.unique(values, column))}), e.g. "
                        f"`{groups[0]}`: its frameworks did not run on the same machine state.")
     if "machine_note" in trials and trials["machine_note"].notna().any():
         out.append("Some trials ran on devices whose settings differ: "
-                   + join(unique(trials, "machine_note")) + ".")
+                   + wording.join(wording.unique(trials, "machine_note")) + ".")
     return out
 
 
@@ -83,11 +80,11 @@ def unpinned_warnings(trials: pd.DataFrame) -> list[str]:
         return []
     out = []
     digests = column_or_none(trials, "image_digest")
-    unpinned = rows_where(trials, [not missing(c) and not is_native(c) and not pinned(d)
+    unpinned = rows_where(trials, [not wording.missing(c) and not is_native(c) and not pinned(d)
                                    for c, d in zip(trials["container"], digests)])
     keys = [unpinned["framework"].astype(str), unpinned["container"].astype(str)]
     for (framework, image), group in unpinned.groupby(keys, sort=True):
-        out.append(f"{len(group)} {label(framework)} trial(s) ran in the unpinned image "
+        out.append(f"{len(group)} {wording.label(framework)} trial(s) ran in the unpinned image "
                    f"`{image}`: no sha256 digest is on record, so the image that measured them "
                    "cannot be identified. Pin it (`make pin-images`), commit "
                    "containers/images.lock and re-run these trials.")

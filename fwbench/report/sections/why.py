@@ -10,33 +10,19 @@ from pathlib import Path
 import pandas as pd
 
 from fwbench.analysis.ablation import GROUP
-from fwbench.analysis.claims.wording import (
-    fmt_interval,
-    join,
-    missing,
-    sig,
-    text,
-    unique,
-)
+from fwbench.analysis.claims import wording
 from fwbench.report.figures import why as why_figures
 from fwbench.report.figures.style import Figure
-from fwbench.report.formatting import (
-    Notes,
-    cell_text,
-    interval_text,
-)
+from fwbench.report.formatting import Notes, cell_text, interval_text
 from fwbench.report.inputs import Inputs
-from fwbench.report.tables import (
-    Numbering,
-    table,
-)
+from fwbench.report.tables import Numbering, table
 
 
 def context(numbering: Numbering, data: Inputs) -> dict:
     """The "why" section: one generated paragraph per ablation group, the decomposition table,
     the counterfactual mode tests (patel2023's explanation), and a summary of those tests."""
     paragraphs = explain(data.ablation, data.gaps, data.profiles)
-    experiments = unique(data.ablation, "experiment")
+    experiments = wording.unique(data.ablation, "experiment")
     by_experiment = [{"experiment": e, "paragraphs": [p for p in paragraphs
                                                       if str(p["key"].get("experiment")) == e]}
                      for e in experiments]
@@ -72,29 +58,30 @@ def decomposition_table(numbering: Numbering, data: Inputs) -> dict:
         for _key, group in frame.groupby(keys, sort=True):
             first = group.iloc[0]
             rows.append({"group": f"{first['model']} {first['phase']}, batch "
-                                  f"{text(first['batch_size'])}, {first['input_shape']}, "
+                                  f"{wording.text(first['batch_size'])}, {first['input_shape']}, "
                                   f"{first['device']} ({first['method']})"})
             for _, r in group.sort_values("step", kind="stable").iterrows():
-                why = r["reason"] if not missing(r.get("reason")) and r["reason"] else \
+                why = r["reason"] if not wording.missing(r.get("reason")) and r["reason"] else \
                     f"{r['status']}"
                 reason = f"{r['status']}: {why}" if r["status"] != "measured" else why
                 if r["status"] == "unsupported":
-                    rows.append([str(r["factor"]), text(r["profile"]), text(r["mode"]),
-                                 "—", "—", "—", "—", f"cannot vary here: {why}"])
+                    rows.append([str(r["factor"]), wording.text(r["profile"]),
+                                 wording.text(r["mode"]), "—", "—", "—", "—",
+                                 f"cannot vary here: {why}"])
                     continue
                 rows.append([
                     {"total": "gap at defaults", "residual": "residual"}.get(
                         r["row"], str(r["factor"])),
-                    text(r["profile"]) if not missing(r.get("profile")) else "—",
-                    text(r["mode"]) if not missing(r.get("mode")) else "—",
-                    cell_text(r, "ratio", notes, reason, sig),
+                    wording.text(r["profile"]) if not wording.missing(r.get("profile")) else "—",
+                    wording.text(r["mode"]) if not wording.missing(r.get("mode")) else "—",
+                    cell_text(r, "ratio", notes, reason, wording.sig),
                     cell_text(r, "contribution", notes, reason, lambda v: f"{float(v):+.3f}"),
                     _log_interval(r, "contribution_ci_low", "contribution_ci_high", notes,
                                   reason),
                     cell_text(r, "share", notes, "the gap at defaults is not established (its "
                               "interval contains 0), or the step was not measured",
                               lambda v: f"{float(v):.0%}"),
-                    text(r["note"]) if not missing(r.get("note")) else "",
+                    wording.text(r["note"]) if not wording.missing(r.get("note")) else "",
                 ])
     return table(
         numbering, "decomposition",
@@ -116,16 +103,16 @@ def gap_table(numbering: Numbering, data: Inputs) -> dict:
                             "precision", "profile") if k in frame]
         for _key, group in frame.groupby(keys, sort=True):
             first = group.iloc[0]
-            interval = fmt_interval(first["baseline_ci_low"], first["baseline_ci_high"])
+            interval = wording.fmt_interval(first["baseline_ci_low"], first["baseline_ci_high"])
             rows.append({"group": f"{first['model']} {first['phase']}, batch "
-                                  f"{text(first['batch_size'])}, {first['device']}, "
+                                  f"{wording.text(first['batch_size'])}, {first['device']}, "
                                   f"{first['precision']}, {first['profile']}: baseline PyTorch "
-                                  f"eager / TensorFlow tf.function {sig(first['baseline_ratio'])} "
-                                  f"{interval}"})
+                                  "eager / TensorFlow tf.function "
+                                  f"{wording.sig(first['baseline_ratio'])} {interval}"})
             for _, r in group.iterrows():
                 rows.append([
                     r["counterfactual"], f"{r['pytorch_mode']} / {r['tensorflow_mode']}",
-                    sig(r["ratio"]),
+                    wording.sig(r["ratio"]),
                     interval_text(r, "ratio_ci_low", "ratio_ci_high", notes, "no interval"),
                     f"{float(r['gap_closed']):.0%}",
                     interval_text(r, "gap_closed_ci_low", "gap_closed_ci_high", notes,
@@ -170,7 +157,7 @@ def patel_gap_summary(gaps: pd.DataFrame) -> list[str]:
         if part.empty:
             continue
         tally = part["verdict"].value_counts()
-        out.append(f"{name}: " + join(f"{n} {v}" for v, n in tally.items())
+        out.append(f"{name}: " + wording.join(f"{n} {v}" for v, n in tally.items())
                    + f" (gap closed {_span_pct(part['gap_closed'])}).")
     if len(out) == 1 and not advantage.empty:
         out.append("No counterfactual was measured on those cells.")
@@ -181,14 +168,16 @@ def patel_gap_summary(gaps: pd.DataFrame) -> list[str]:
 
 
 def _span_ratio(values) -> str:
-    values = sorted(float(v) for v in values if not missing(v))
+    values = sorted(float(v) for v in values if not wording.missing(v))
     if not values:
         return "none"
-    return sig(values[0]) if len(values) == 1 else f"{sig(values[0])} to {sig(values[-1])}"
+    if len(values) == 1:
+        return wording.sig(values[0])
+    return f"{wording.sig(values[0])} to {wording.sig(values[-1])}"
 
 
 def _span_pct(values) -> str:
-    values = sorted(float(v) for v in values if not missing(v))
+    values = sorted(float(v) for v in values if not wording.missing(v))
     if not values:
         return "unknown"
     if len(values) == 1:
@@ -292,7 +281,7 @@ def _factor_sentences(rows: pd.DataFrame, ratio_before, ident: dict) -> list[str
     if unsupported:
         names = [SHORT_LABELS.get(r["factor"], r["factor"]) for r in unsupported]
         parts.append(f"Not varied on the {ident.get('device', 'device')}: "
-                     + join(names) + " (each reason is in the decomposition table; threads "
+                     + wording.join(names) + " (each reason is in the decomposition table; threads "
                      "are equal in every profile).")
     return parts
 
