@@ -10,21 +10,10 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
-from fwbench.report.figures.style import (
-    FRAMEWORK_COLOURS,
-    FRAMEWORK_LABELS,
-    MAX_PANELS,
-    PAIR_AXES,
-    RC,
-    Figure,
-    constant_axes,
-    missing,
-    new_figure,
-    save,
-)
+from fwbench.report.figures import style
 
 # Axes that tell training results apart: a pair's, but the phase (always train).
-TRAINING_AXES = [a for a in PAIR_AXES if a != "phase"]
+TRAINING_AXES = [a for a in style.PAIR_AXES if a != "phase"]
 OPTIMIZER_STYLES = ("-", "--", ":", "-.")
 
 
@@ -41,12 +30,12 @@ def _training_varying(frame) -> list[str]:
 
 
 def _time_unit(values_ns) -> tuple[str, float]:
-    finite = [float(v) for v in values_ns if not missing(v)]
+    finite = [float(v) for v in values_ns if not style.missing(v)]
     return ("s", 1e9) if finite and max(finite) >= 1e9 else ("ms", 1e6)
 
 
 def epoch_times(summary, folder: Path, *, key: str, title: str, source=None, absent: str = "",
-                note: str = "") -> Figure:
+                note: str = "") -> style.Figure:
     """tian2020's time bars: one panel per ``measure``, per cell each framework's median over
     trials, with the interval of that median as error bars.
 
@@ -54,15 +43,15 @@ def epoch_times(summary, folder: Path, *, key: str, title: str, source=None, abs
     ``high`` in nanoseconds; its row order is the order of the bars. ``note`` ends the caption.
     """
     if summary is None or summary.empty:
-        return Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
+        return style.Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
     axes = [a for a in TRAINING_AXES if a in summary]
     varying = _training_varying(summary)
     cells = summary.drop_duplicates(axes)
     position = {tuple(map(str, r[axes])): i for i, (_, r) in enumerate(cells.iterrows())}
     measures = list(dict.fromkeys(summary["measure"]))
     seen = set()
-    with rc_context(RC):
-        fig = new_figure(6.8, 2.6)
+    with rc_context(style.RC):
+        fig = style.new_figure(6.8, 2.6)
         panels = fig.subplots(1, len(measures), squeeze=False)[0]
         for ax, measure in zip(panels, measures):
             part = summary[summary["measure"] == measure]
@@ -70,17 +59,17 @@ def epoch_times(summary, folder: Path, *, key: str, title: str, source=None, abs
             for framework, offset in (("pytorch", -0.2), ("tensorflow", 0.2)):
                 for _, row in part[part["framework"] == framework].iterrows():
                     x = position[tuple(map(str, row[axes]))] + offset
-                    if missing(row["median"]):
+                    if style.missing(row["median"]):
                         ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=6,
                                 color="#666666")
                         continue
                     median = float(row["median"]) / scale
-                    low, high = (float(row[c]) / scale if not missing(row[c]) else median
+                    low, high = (float(row[c]) / scale if not style.missing(row[c]) else median
                                  for c in ("low", "high"))
-                    ax.bar(x, median, width=0.4, color=FRAMEWORK_COLOURS[framework],
+                    ax.bar(x, median, width=0.4, color=style.FRAMEWORK_COLOURS[framework],
                            yerr=[[median - low], [high - median]], capsize=2,
                            error_kw={"linewidth": 0.8},
-                           label=None if framework in seen else FRAMEWORK_LABELS[framework])
+                           label=None if framework in seen else style.FRAMEWORK_LABELS[framework])
                     seen.add(framework)
             ax.set_xticks(range(len(position)),
                           [_training_label(r, varying) for _, r in cells.iterrows()],
@@ -91,32 +80,32 @@ def epoch_times(summary, folder: Path, *, key: str, title: str, source=None, abs
             ax.grid(axis="y", color="#eeeeee", linewidth=0.5)
             ax.set_axisbelow(True)
         fig.legend(loc="outside lower center", frameon=False, ncols=2)
-        file = save(fig, folder, f"{key}.svg")
-    fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(cells).items())
+        file = style.save(fig, folder, f"{key}.svg")
+    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(cells).items())
     caption = (f"{title}: per cell, the median over trials of each framework's "
                + "; ".join(measures) + f" ({fixed}). Error bars: the distribution-free interval "
                "of the median (order statistics; the range of the trials when there are too "
                f"few for 95 %). n/a: not measured. {note}").strip()
-    return Figure(key, title, caption, file=file, source=source)
+    return style.Figure(key, title, caption, file=file, source=source)
 
 
 def accuracy_curves(epochs, folder: Path, *, key: str, title: str, source=None,
-                    absent: str = "") -> Figure:
+                    absent: str = "") -> style.Figure:
     """Validation accuracy against epoch: one panel per cell pair, one line per framework and
     optimizer, the median over trials with the trials' range as a band."""
     from matplotlib.ticker import MaxNLocator
 
     if epochs is None or epochs.empty:
-        return Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
+        return style.Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
     panel_axes = [a for a in TRAINING_AXES if a in epochs and a != "optimizer"]
     panels_frame = epochs.drop_duplicates(panel_axes).sort_values(panel_axes, kind="stable")
     varying = [a for a in _training_varying(panels_frame) if a != "optimizer"]
     optimizers = sorted(epochs["optimizer"].dropna().astype(str).unique())
-    shown = list(panels_frame.iterrows())[:MAX_PANELS]
-    with rc_context(RC):
+    shown = list(panels_frame.iterrows())[:style.MAX_PANELS]
+    with rc_context(style.RC):
         cols = min(len(shown), 2)
         rows = math.ceil(len(shown) / cols)
-        fig = new_figure(6.8, 2.3 * rows)
+        fig = style.new_figure(6.8, 2.3 * rows)
         axes = fig.subplots(rows, cols, squeeze=False).ravel()
         for ax, (_, first) in zip(axes, shown):
             part = epochs[(epochs[panel_axes].astype(str) == first[panel_axes].astype(str))
@@ -124,14 +113,14 @@ def accuracy_curves(epochs, folder: Path, *, key: str, title: str, source=None,
             for (framework, optimizer), line in part.groupby(
                     ["framework", part["optimizer"].fillna("").astype(str)], sort=True):
                 stats = line.groupby("epoch")["val_accuracy"].agg(["median", "min", "max"])
-                colour = FRAMEWORK_COLOURS.get(str(framework), "#444444")
-                style = (OPTIMIZER_STYLES[optimizers.index(optimizer) % len(OPTIMIZER_STYLES)]
-                         if optimizer in optimizers else "-")
-                label = " ".join([FRAMEWORK_LABELS.get(str(framework), str(framework)),
+                colour = style.FRAMEWORK_COLOURS.get(str(framework), "#444444")
+                linestyle = (OPTIMIZER_STYLES[optimizers.index(optimizer) % len(OPTIMIZER_STYLES)]
+                             if optimizer in optimizers else "-")
+                label = " ".join([style.FRAMEWORK_LABELS.get(str(framework), str(framework)),
                                   optimizer]).strip()
                 ax.fill_between(stats.index, 100 * stats["min"], 100 * stats["max"],
                                 color=colour, alpha=0.2, linewidth=0)
-                ax.plot(stats.index, 100 * stats["median"], color=colour, linestyle=style,
+                ax.plot(stats.index, 100 * stats["median"], color=colour, linestyle=linestyle,
                         marker="o" if len(stats) <= 12 else None, markersize=2.5,
                         linewidth=1, label=label)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -142,25 +131,25 @@ def accuracy_curves(epochs, folder: Path, *, key: str, title: str, source=None,
             ax.legend(frameon=False, fontsize=6)
         for ax in axes[len(shown):]:
             ax.set_visible(False)
-        file = save(fig, folder, f"{key}.svg")
+        file = style.save(fig, folder, f"{key}.svg")
     more = (f" The first {len(shown)} of {len(panels_frame)} cells are drawn."
             if len(panels_frame) > len(shown) else "")
-    fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(panels_frame).items())
+    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(panels_frame).items())
     caption = (f"{title}: accuracy on the test set after each training epoch, per cell; lines: "
                "the median over trials per framework and optimizer, bands: the range of the "
                f"trials ({fixed}).{more}")
-    return Figure(key, title, caption, file=file, source=source)
+    return style.Figure(key, title, caption, file=file, source=source)
 
 
 def confusion_matrices(confusion, folder: Path, *, key: str, title: str, which: str,
-                       source=None, absent: str = "") -> Figure:
+                       source=None, absent: str = "") -> style.Figure:
     """Each framework's confusion matrix for one cell, summed over its trials and divided by
     each true class's count, shaded with the share printed in each cell."""
     if confusion is None or confusion.empty:
-        return Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
+        return style.Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
     frameworks = [f for f in ("pytorch", "tensorflow") if f in set(confusion["framework"])]
-    with rc_context(RC):
-        fig = new_figure(6.8, 3.6)
+    with rc_context(style.RC):
+        fig = style.new_figure(6.8, 3.6)
         panels = fig.subplots(1, len(frameworks), squeeze=False)[0]
         for ax, framework in zip(panels, frameworks):
             part = confusion[confusion["framework"] == framework]
@@ -184,12 +173,12 @@ def confusion_matrices(confusion, folder: Path, *, key: str, title: str, which: 
             ax.set_ylabel("true class")
             matrix = counts.to_numpy(dtype=float)
             correct = matrix.trace() / max(matrix.sum(), 1)
-            ax.set_title(f"{FRAMEWORK_LABELS.get(framework, framework)}: "
+            ax.set_title(f"{style.FRAMEWORK_LABELS.get(framework, framework)}: "
                          f"{part['trial'].nunique()} trial(s), {100 * correct:.1f} % correct",
                          fontsize=8)
         fig.colorbar(mesh, ax=list(panels), shrink=0.7, label="share of the true class")
-        file = save(fig, folder, f"{key}.svg")
+        file = style.save(fig, folder, f"{key}.svg")
     caption = (f"{title}: {which}. Rows: the true class; columns: the predicted class; each "
                "framework's counts summed over its trials and divided by the true class's "
                "count (numbers: per cent of that class).")
-    return Figure(key, title, caption, file=file, source=source)
+    return style.Figure(key, title, caption, file=file, source=source)

@@ -9,85 +9,76 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
-from fwbench.report.figures.style import (
-    FRAMEWORK_COLOURS,
-    FRAMEWORK_LABELS,
-    RC,
-    Figure,
-    constant_axes,
-    new_figure,
-    save,
-    select_rows,
-)
+from fwbench.report.figures import style
 
 # --- box plots of per-trial times (florencio2019 Fig. 4 and 5) -----------------------------
 
 def trial_boxplots(trials, folder: Path, *, key: str, title: str, select: dict, source=None,
                    absent: str = "", note: str = "", column: str = "median_ns",
-                   label: str | None = None) -> Figure:
+                   label: str | None = None) -> style.Figure:
     """Box plots of one per-trial value, one box per framework (default: median iteration time).
 
     ``select`` keeps the cells; ``label`` names the y axis of any ``column`` other than a time;
     ``note`` completes the caption (what the value stands for).
     """
-    frame = select_rows(trials, select)
+    frame = style.select_rows(trials, select)
     if not frame.empty and column in frame:
         frame = frame[(frame["status"] == "ok") & frame[column].notna()]
     if frame.empty or column not in frame:
-        return Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
+        return style.Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
     values = frame[column].astype(float)
     if column.endswith("_ns"):
         values = values / 1e9
         unit, scale = ("s", 1.0) if values.max() >= 1 else ("ms", 1e3)
         label, values = f"time ({unit})", values * scale
-    with rc_context(RC):
-        fig = new_figure(3.3, 2.4)
+    with rc_context(style.RC):
+        fig = style.new_figure(3.3, 2.4)
         ax = fig.add_subplot()
         names = [f for f in ("tensorflow", "pytorch") if f in set(frame["framework"])]
         data = [values[frame["framework"] == f] for f in names]
-        box = ax.boxplot(data, tick_labels=[FRAMEWORK_LABELS[f] for f in names],
+        box = ax.boxplot(data, tick_labels=[style.FRAMEWORK_LABELS[f] for f in names],
                          patch_artist=True, widths=0.5, medianprops={"color": "black"})
         for patch, name in zip(box["boxes"], names):
-            patch.set_facecolor(FRAMEWORK_COLOURS[name])
+            patch.set_facecolor(style.FRAMEWORK_COLOURS[name])
             patch.set_alpha(0.5)
         ax.set_ylabel(label or column)
-        file = save(fig, folder, f"{key}.svg")
-    fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(frame).items())
+        file = style.save(fig, folder, f"{key}.svg")
+    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(frame).items())
     caption = (f"{title}: one value per trial (a fresh process); box plots per framework "
                f"({len(frame)} trials; {fixed}). {note}").strip()
-    return Figure(key, title, caption, file=file, source=source, narrow=True)
+    return style.Figure(key, title, caption, file=file, source=source, narrow=True)
 
 
 # --- a per-trial telemetry value against batch size (patel2023 Fig. 5) -----------------------
 
 def metric_vs_batch(trials, folder: Path, *, key: str, title: str, column: str, label: str,
-                    select: dict, source=None, absent: str = "") -> Figure:
+                    select: dict, source=None, absent: str = "") -> style.Figure:
     """Median over trials of ``column`` against batch size, one line per model and framework,
     with the range of the trials as error bars."""
-    frame = select_rows(trials, select)
+    frame = style.select_rows(trials, select)
     if not frame.empty and column in frame:
         frame = frame[(frame["status"] == "ok") & frame[column].notna()]
     if frame.empty or column not in frame or frame["batch_size"].nunique() < 2:
-        return Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
-    with rc_context(RC):
-        fig = new_figure(6.8, 2.6)
+        return style.Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
+    with rc_context(style.RC):
+        fig = style.new_figure(6.8, 2.6)
         ax = fig.add_subplot()
         for (model, framework), group in frame.groupby(["model", "framework"], sort=True):
             stats = group.groupby("batch_size")[column].agg(["median", "min", "max"])
             batch = stats.index.astype(float)
             ax.errorbar(batch, stats["median"], yerr=[stats["median"] - stats["min"],
                                                       stats["max"] - stats["median"]],
-                        color=FRAMEWORK_COLOURS.get(str(framework), "#444444"), marker="o",
+                        color=style.FRAMEWORK_COLOURS.get(str(framework), "#444444"), marker="o",
                         markersize=3.5, capsize=2, linewidth=1,
-                        label=f"{FRAMEWORK_LABELS.get(str(framework), framework)} {model}")
+                        label=f"{style.FRAMEWORK_LABELS.get(str(framework), framework)} {model}")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("batch size")
         ax.set_ylabel(label)
         ax.grid(which="both", color="#eeeeee", linewidth=0.5)
         fig.legend(loc="outside right upper", frameon=False)
-        file = save(fig, folder, f"{key}.svg")
-    fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(frame).items()
+        file = style.save(fig, folder, f"{key}.svg")
+    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(frame).items()
                       if k not in ("model", "framework"))
     caption = (f"{title}: median over trials of each trial's {label}, per model and framework; "
                f"bars: range over the trials ({fixed}).")
-    return Figure(key, title, caption, file=file, source=source)
+    return style.Figure(key, title, caption, file=file, source=source)

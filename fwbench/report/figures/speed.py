@@ -12,26 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import rc_context
 
-from fwbench.report.figures.style import (
-    FRAMEWORK_COLOURS,
-    FRAMEWORK_LABELS,
-    FRAMEWORK_OFFSETS,
-    OUTCOME_COLOURS,
-    OUTCOME_LABELS,
-    RC,
-    Figure,
-    constant_axes,
-    draw_points,
-    is_exploratory,
-    missing,
-    new_figure,
-    outcome,
-    pair_label,
-    save,
-    select_rows,
-    sort_pairs,
-    varying_axes,
-)
+from fwbench.report.figures import style
 
 # Axes besides model and batch size that split the heatmap into panels.
 PANEL_AXES = ["experiment", "device", "phase", "input_shape", "precision", "mode", "profile",
@@ -42,54 +23,54 @@ PANEL_AXES = ["experiment", "device", "phase", "input_shape", "precision", "mode
 
 def relative_time(comparisons, failures: dict, folder: Path, *, key="relative_time",
                   title="Relative time", select: dict | None = None, source=None,
-                  absent: str = "") -> Figure:
+                  absent: str = "") -> style.Figure:
     """The ratio of PyTorch's to TensorFlow's median time per matched pair, with its interval.
 
     ``failures`` maps a pair id to the reason it has no ratio (a failed trial); such pairs get a
     row of their own saying so, instead of silently disappearing. ``select`` keeps rows whose
     axis values match; ``absent`` completes the sentence when nothing matches.
     """
-    frame = select_rows(comparisons, select)
+    frame = style.select_rows(comparisons, select)
     if frame.empty:
-        return Figure(key, title, "", reason=f"Not drawn: {absent or 'no matched pair'}.",
-                      source=source)
-    frame = sort_pairs(frame)
-    varying = varying_axes(frame)
-    with rc_context(RC):
-        fig = new_figure(6.8, 0.9 + 0.22 * len(frame))
+        return style.Figure(key, title, "", reason=f"Not drawn: {absent or 'no matched pair'}.",
+                            source=source)
+    frame = style.sort_pairs(frame)
+    varying = style.varying_axes(frame)
+    with rc_context(style.RC):
+        fig = style.new_figure(6.8, 0.9 + 0.22 * len(frame))
         ax = fig.add_subplot()
         _draw_ratios(ax, frame, failures, varying)
-        file = save(fig, folder, f"{key}.svg")
-    fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(frame).items())
-    hints = sum(is_exploratory(r) for _, r in frame.iterrows())
+        file = style.save(fig, folder, f"{key}.svg")
+    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(frame).items())
+    hints = sum(style.is_exploratory(r) for _, r in frame.iterrows())
     caption = (f"{title}: PyTorch's median time divided by TensorFlow's, per matched pair "
                f"({len(frame)} pairs; {fixed}). Left of 1: PyTorch faster. Bars: the ratio's "
                "confidence interval; colour: the verdict of the comparison. Log scale."
                + (f" Hollow markers and dashed bars: {hints} exploratory comparison(s), whose "
                   "verdict is a hint only (too few trials, or unsteady or drifting ones)."
                   if hints else ""))
-    return Figure(key, title, caption, file=file, source=source)
+    return style.Figure(key, title, caption, file=file, source=source)
 
 
 def _draw_ratios(ax, frame, failures: dict, varying: list[str]) -> None:
     labels, seen, hints = [], set(), 0
     finite = [float(v) for c in ("ratio", "ratio_ci_low", "ratio_ci_high") if c in frame
-              for v in frame[c] if not missing(v) and float(v) > 0]
+              for v in frame[c] if not style.missing(v) and float(v) > 0]
     low = min(finite + [1.0]) / 1.6
     high = max(finite + [1.0]) * 1.6
     for y, (_, row) in enumerate(frame.iterrows()):
-        labels.append(pair_label(row, varying))
+        labels.append(style.pair_label(row, varying))
         ratio = row.get("ratio")
-        if missing(ratio) or float(ratio) <= 0:
+        if style.missing(ratio) or float(ratio) <= 0:
             reason = failures.get(row["pair_id"], "no ratio in the statistics")
             ax.text(1.0, y, f"  not measured: {_shorten(reason)}", va="center", ha="left",
                     fontsize=6.5, color="#444444")
             continue
-        kind = outcome(row)
-        colour = OUTCOME_COLOURS[kind]
-        hint = is_exploratory(row)
+        kind = style.outcome(row)
+        colour = style.OUTCOME_COLOURS[kind]
+        hint = style.is_exploratory(row)
         lo, hi = row.get("ratio_ci_low"), row.get("ratio_ci_high")
-        if not missing(lo) and not missing(hi):
+        if not style.missing(lo) and not style.missing(hi):
             ax.plot([float(lo), float(hi)], [y, y], color=colour, linewidth=1.6,
                     linestyle=HINT_LINE if hint else "-", solid_capstyle="butt")
         ax.plot([float(ratio)], [y], "o", color=colour, markersize=4,
@@ -103,7 +84,7 @@ def _draw_ratios(ax, frame, failures: dict, varying: list[str]) -> None:
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.set_xlabel("PyTorch median time / TensorFlow median time (log scale)")
     ax.grid(axis="x", which="both", color="#dddddd", linewidth=0.5)
-    handles = verdict_handles([k for k in OUTCOME_LABELS if k in seen], hints)
+    handles = verdict_handles([k for k in style.OUTCOME_LABELS if k in seen], hints)
     if handles:
         ax.figure.legend(handles=handles, loc="outside lower center", frameon=False,
                          ncols=len(handles))
@@ -117,8 +98,8 @@ def verdict_handles(kinds: list[str], hints: int) -> list:
     """Legend entries: one filled marker per verdict drawn, and the hollow one for hints."""
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], color=OUTCOME_COLOURS[k], marker="o", markersize=4,
-                      label=OUTCOME_LABELS[k]) for k in kinds]
+    handles = [Line2D([], [], color=style.OUTCOME_COLOURS[k], marker="o", markersize=4,
+                      label=style.OUTCOME_LABELS[k]) for k in kinds]
     if hints:
         handles.append(Line2D([], [], color="#555555", marker="o", markersize=4,
                               markerfacecolor="white", linestyle=HINT_LINE,
@@ -134,26 +115,29 @@ def _shorten(text: str, limit: int = 60) -> str:
 
 # --- speed-up heatmap ---------------------------------------------------------------------------
 
-def speedup_heatmap(comparisons, failures: dict, folder: Path, *, key="speedup_heatmap") -> Figure:
+def speedup_heatmap(comparisons, failures: dict, folder: Path, *,
+                    key="speedup_heatmap") -> style.Figure:
     """PyTorch's speed-up over TensorFlow (TensorFlow's median time / PyTorch's) per model and
     batch size, one panel per combination of the other axes, on a colour scale symmetric in
     log: orange where PyTorch is faster, blue where TensorFlow is."""
     title = "PyTorch's speed-up over TensorFlow"
     frame = comparisons if comparisons is not None else pd.DataFrame()
     if frame.empty or "ratio" not in frame or "batch_size" not in frame:
-        return Figure(key, title, "", reason="Not drawn: the statistics hold no matched pair.")
+        return style.Figure(key, title, "",
+                            reason="Not drawn: the statistics hold no matched pair.")
     # An axis that varies only with the model (a model's input shape) names no panel.
     axes = [a for a in PANEL_AXES if a in frame and frame[a].astype(str).nunique() > 1
             and (frame.groupby("model")[a].nunique() > 1).any()]
     panels = list(frame.groupby(axes, sort=True)) if axes else [((), frame)]
-    rated = [float(r) for r in frame["ratio"] if not missing(r) and float(r) > 0]
+    rated = [float(r) for r in frame["ratio"] if not style.missing(r) and float(r) > 0]
     if not rated:
-        return Figure(key, title, "", reason="Not drawn: no matched pair has a ratio.")
+        return style.Figure(key, title, "", reason="Not drawn: no matched pair has a ratio.")
     span = min(max(max(abs(math.log(r)) for r in rated), math.log(1.25)), math.log(4))
-    with rc_context(RC):
+    with rc_context(style.RC):
         models = sorted(frame["model"].astype(str).unique())
         cols = min(2, len(panels))
-        fig = new_figure(6.8, (0.6 + 0.32 * len(models)) * math.ceil(len(panels) / cols) + 0.6)
+        fig = style.new_figure(6.8,
+                               (0.6 + 0.32 * len(models)) * math.ceil(len(panels) / cols) + 0.6)
         grid = fig.subplots(math.ceil(len(panels) / cols), cols, squeeze=False)
         image = None
         for ax, (values, part) in zip(grid.ravel(), panels):
@@ -166,41 +150,42 @@ def speedup_heatmap(comparisons, failures: dict, folder: Path, *, key="speedup_h
         ticks = [t for t in (0.25, 0.5, 0.8, 1.0, 1.25, 2.0, 4.0) if abs(math.log(t)) <= span]
         bar.set_ticks([math.log(t) for t in ticks], labels=[f"{t:g}×" for t in ticks])
         bar.set_label("TensorFlow time / PyTorch time")
-        file = save(fig, folder, f"{key}.svg")
-    fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(frame, PANEL_AXES).items())
-    hints = sum(is_exploratory(r) for _, r in frame.iterrows() if not missing(r.get("ratio")))
+        file = style.save(fig, folder, f"{key}.svg")
+    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(frame, PANEL_AXES).items())
+    hints = sum(style.is_exploratory(r) for _, r in frame.iterrows()
+                if not style.missing(r.get("ratio")))
     caption = (f"{title}: TensorFlow's median time divided by PyTorch's per model and batch "
                f"size ({fixed}); above 1 (orange) PyTorch is faster, below 1 (blue) "
                "TensorFlow is. Bold: a verdict of the statistics (faster or equivalent) that is "
                "not exploratory; plain: inconclusive or exploratory"
                + (f" ({hints} exploratory)" if hints else "")
                + "; a grey cell names why the pair has no ratio.")
-    return Figure(key, title, caption, file=file)
+    return style.Figure(key, title, caption, file=file)
 
 
 def _colour_map():
     from matplotlib.colors import LinearSegmentedColormap
 
     return LinearSegmentedColormap.from_list(
-        "fwbench_speedup", [FRAMEWORK_COLOURS["tensorflow"], "#ffffff",
-                            FRAMEWORK_COLOURS["pytorch"]])
+        "fwbench_speedup", [style.FRAMEWORK_COLOURS["tensorflow"], "#ffffff",
+                            style.FRAMEWORK_COLOURS["pytorch"]])
 
 
 def _draw_heatmap(ax, part: pd.DataFrame, models: list[str], span: float, failures: dict):
-    batches = sorted({int(b) for b in part["batch_size"] if not missing(b)})
+    batches = sorted({int(b) for b in part["batch_size"] if not style.missing(b)})
     grid = np.full((len(models), len(batches)), np.nan)
     for _, row in part.iterrows():
-        if missing(row["batch_size"]):
+        if style.missing(row["batch_size"]):
             continue
         i, j = models.index(str(row["model"])), batches.index(int(row["batch_size"]))
         ratio = row.get("ratio")
-        if missing(ratio) or float(ratio) <= 0:
+        if style.missing(ratio) or float(ratio) <= 0:
             ax.text(j, i, _short(failures.get(row["pair_id"], "not measured")), ha="center",
                     va="center", fontsize=5.5, color="#444444")
             continue
         grid[i, j] = -math.log(float(ratio))   # log of TensorFlow / PyTorch
         decided = (str(row.get("verdict")) in ("pytorch_faster", "tensorflow_faster",
-                                               "equivalent") and not is_exploratory(row))
+                                               "equivalent") and not style.is_exploratory(row))
         ax.text(j, i, f"{1 / float(ratio):.2f}", ha="center", va="center", fontsize=6.5,
                 fontweight="bold" if decided else "normal")
     masked = np.ma.masked_invalid(grid)
@@ -222,39 +207,40 @@ def _short(reason: str) -> str:
 
 # --- throughput with confidence-interval error bars ----------------------------------------
 
-def throughput(cell_stats, folder: Path, *, key="throughput") -> Figure:
+def throughput(cell_stats, folder: Path, *, key="throughput") -> style.Figure:
     """Samples per second per cell and framework, with the interval of the median."""
     title = "Throughput"
     if cell_stats is None or cell_stats.empty or "median_ns" not in cell_stats:
-        return Figure(key, title, "", reason="Not drawn: the statistics hold no cell median.")
-    keep = [not missing(v) and float(v) > 0 for v in cell_stats["median_ns"]]
+        return style.Figure(key, title, "", reason="Not drawn: the statistics hold no cell median.")
+    keep = [not style.missing(v) and float(v) > 0 for v in cell_stats["median_ns"]]
     if "throughput_sps" in cell_stats:
-        keep = [k and not missing(v) for k, v in zip(keep, cell_stats["throughput_sps"])]
+        keep = [k and not style.missing(v) for k, v in zip(keep, cell_stats["throughput_sps"])]
     frame = cell_stats[keep]
     if frame.empty:
-        return Figure(key, title, "", reason="Not drawn: no cell has a measured median time.")
-    frame = sort_pairs(frame.assign(_fw=frame["framework"].astype(str)))
+        return style.Figure(key, title, "", reason="Not drawn: no cell has a measured median time.")
+    frame = style.sort_pairs(frame.assign(_fw=frame["framework"].astype(str)))
     pairs = frame.drop_duplicates("pair_id")
-    varying = varying_axes(pairs)
-    with rc_context(RC):
-        fig = new_figure(6.8, 0.9 + 0.22 * len(pairs))
+    varying = style.varying_axes(pairs)
+    with rc_context(style.RC):
+        fig = style.new_figure(6.8, 0.9 + 0.22 * len(pairs))
         ax = fig.add_subplot()
         rows = {pid: i for i, pid in enumerate(pairs["pair_id"])}
-        for framework, offset in FRAMEWORK_OFFSETS:
+        for framework, offset in style.FRAMEWORK_OFFSETS:
             part = frame[frame["_fw"] == framework]
             if not part.empty:
-                draw_points(ax, part, rows, framework, offset, *throughput_columns(part))
+                style.draw_points(ax, part, rows, framework, offset, *throughput_columns(part))
         ax.set_xscale("log")
-        ax.set_yticks(range(len(pairs)), [pair_label(r, varying) for _, r in pairs.iterrows()])
+        ax.set_yticks(range(len(pairs)),
+                      [style.pair_label(r, varying) for _, r in pairs.iterrows()])
         ax.set_ylim(len(pairs) - 0.5, -0.5)
         ax.set_xlabel("samples per second (log scale)")
         ax.grid(axis="x", which="both", color="#eeeeee", linewidth=0.5)
         fig.legend(loc="outside lower center", frameon=False, ncols=2)
-        file = save(fig, folder, f"{key}.svg")
+        file = style.save(fig, folder, f"{key}.svg")
     caption = ("Throughput: samples per iteration divided by the median time of one iteration, "
                "per cell, with the interval that the confidence interval of the median time "
                "gives. Log scale.")
-    return Figure(key, title, caption, file=file)
+    return style.Figure(key, title, caption, file=file)
 
 
 def throughput_columns(part):
@@ -276,29 +262,29 @@ def throughput_columns(part):
 # --- time per sample against batch size (patel2023 Fig. 4) ---------------------------------
 
 def time_vs_batch(cell_stats, folder: Path, *, key="inference_vs_batch", phase="infer",
-                  source=None) -> Figure:
+                  source=None) -> style.Figure:
     """Median time per sample against batch size, one line per model and framework."""
     title = "Inference time per sample against batch size"
-    frame = select_rows(cell_stats, {"phase": phase})
+    frame = style.select_rows(cell_stats, {"phase": phase})
     if frame.empty or "median_ns" not in frame:
-        return Figure(key, title, "", source=source,
-                      reason=f"Not drawn: this run has no {phase} cell with a median time.")
-    frame = frame[[not missing(v) for v in frame["median_ns"]]]
+        return style.Figure(key, title, "", source=source,
+                            reason=f"Not drawn: this run has no {phase} cell with a median time.")
+    frame = frame[[not style.missing(v) for v in frame["median_ns"]]]
     if frame.empty or frame["batch_size"].nunique() < 2:
-        return Figure(key, title, "", source=source,
-                      reason="Not drawn: it needs at least two batch sizes of one model with "
+        return style.Figure(key, title, "", source=source,
+                            reason="Not drawn: it needs at least two batch sizes of one model with "
                              f"a measured {phase} time; this run has "
                              f"{frame['batch_size'].nunique() if not frame.empty else 0}.")
     devices = sorted(frame["device"].astype(str).unique())
-    with rc_context(RC):
-        fig = new_figure(6.8, 2.6)
+    with rc_context(style.RC):
+        fig = style.new_figure(6.8, 2.6)
         axes = fig.subplots(1, len(devices), squeeze=False)[0]
         for ax, device in zip(axes, devices):
             _draw_per_sample(ax, frame[frame["device"].astype(str) == device], device)
-        file = save(fig, folder, f"{key}.svg")
+        file = style.save(fig, folder, f"{key}.svg")
     caption = (f"{title}: median {phase} time of one batch divided by the batch size, per model "
                "and framework, with the confidence interval of the median. Log-log scale.")
-    return Figure(key, title, caption, file=file, source=source)
+    return style.Figure(key, title, caption, file=file, source=source)
 
 
 def _draw_per_sample(ax, frame, device: str) -> None:
@@ -310,10 +296,10 @@ def _draw_per_sample(ax, frame, device: str) -> None:
         group = group.sort_values("batch_size")
         batch = group["batch_size"].astype(float).to_numpy()
         per = group["median_ns"].astype(float).to_numpy() / batch / 1e6
-        colour = FRAMEWORK_COLOURS.get(str(framework), "#444444")
+        colour = style.FRAMEWORK_COLOURS.get(str(framework), "#444444")
         marker = markers[models.index(str(model)) % len(markers)]
         named = {"input_shape": shape, "mode": mode, "profile": profile}
-        label = " ".join([FRAMEWORK_LABELS.get(str(framework), str(framework)), str(model),
+        label = " ".join([style.FRAMEWORK_LABELS.get(str(framework), str(framework)), str(model),
                           *(str(named[a]) for a in extra)])
         if {"ci_low_ns", "ci_high_ns"} <= set(group.columns):
             lo = group["ci_low_ns"].astype(float).to_numpy() / batch / 1e6

@@ -8,38 +8,27 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
-from fwbench.report.figures.style import (
-    FRAMEWORK_COLOURS,
-    FRAMEWORK_LABELS,
-    FRAMEWORK_OFFSETS,
-    RC,
-    Figure,
-    new_figure,
-    pair_label,
-    save,
-    sort_pairs,
-    varying_axes,
-)
+from fwbench.report.figures import style
 
 # --- a per-trial value per cell: energy per sample ----------------------------------------
 
 def per_cell_metric(trials, folder: Path, *, key: str, title: str, column: str, label: str,
-                    absent: str = "") -> Figure:
+                    absent: str = "") -> style.Figure:
     """Median over trials of ``column`` per cell and framework, with the trials' range. Log."""
     frame = trials
     if not frame.empty and column in frame:
         frame = frame[(frame["status"] == "ok") & frame[column].notna()]
         frame = frame[frame[column].astype(float) > 0]
     if frame.empty or column not in frame:
-        return Figure(key, title, "", reason=f"Not drawn: {absent}.")
-    frame = sort_pairs(frame)
+        return style.Figure(key, title, "", reason=f"Not drawn: {absent}.")
+    frame = style.sort_pairs(frame)
     pairs = frame.drop_duplicates("pair_id")
-    varying = varying_axes(pairs)
+    varying = style.varying_axes(pairs)
     rows = {pid: i for i, pid in enumerate(pairs["pair_id"])}
-    with rc_context(RC):
-        fig = new_figure(6.8, 0.9 + 0.22 * len(pairs))
+    with rc_context(style.RC):
+        fig = style.new_figure(6.8, 0.9 + 0.22 * len(pairs))
         ax = fig.add_subplot()
-        for framework, offset in FRAMEWORK_OFFSETS:
+        for framework, offset in style.FRAMEWORK_OFFSETS:
             part = frame[frame["framework"] == framework]
             if part.empty:
                 continue
@@ -48,17 +37,19 @@ def per_cell_metric(trials, folder: Path, *, key: str, title: str, column: str, 
             ax.errorbar(stats["median"], y, xerr=[stats["median"] - stats["min"],
                                                   stats["max"] - stats["median"]],
                         fmt="o", markersize=3.5, capsize=2, linewidth=1,
-                        color=FRAMEWORK_COLOURS[framework], label=FRAMEWORK_LABELS[framework])
+                        color=style.FRAMEWORK_COLOURS[framework],
+                        label=style.FRAMEWORK_LABELS[framework])
         ax.set_xscale("log")
-        ax.set_yticks(range(len(pairs)), [pair_label(r, varying) for _, r in pairs.iterrows()])
+        ax.set_yticks(range(len(pairs)),
+                      [style.pair_label(r, varying) for _, r in pairs.iterrows()])
         ax.set_ylim(len(pairs) - 0.5, -0.5)
         ax.set_xlabel(f"{label} (log scale)")
         ax.grid(axis="x", which="both", color="#eeeeee", linewidth=0.5)
         fig.legend(loc="outside lower center", frameon=False, ncols=2)
-        file = save(fig, folder, f"{key}.svg")
+        file = style.save(fig, folder, f"{key}.svg")
     caption = (f"{title}: median over trials of each trial's {label}, per cell and framework; "
                "bars: range over the trials. Log scale.")
-    return Figure(key, title, caption, file=file)
+    return style.Figure(key, title, caption, file=file)
 
 
 # --- one trial's telemetry over time, its phases shaded -------------------------------------
@@ -73,13 +64,13 @@ TRACE_PANELS = (("utilization (%)", (("cpu", "cpu_util_pct", "CPU utilization, a
 
 
 def telemetry_trace(trace, folder: Path, *, key="telemetry_trace", chosen: str = "",
-                    absent: str = "") -> Figure:
+                    absent: str = "") -> style.Figure:
     """One trial's CPU and GPU utilization, temperatures and GPU power over time (its side
     file, as tables/telemetry_trace.parquet holds it), the harness's phases shaded; a panel
     without readings is left out and named in the caption."""
     title = "Telemetry trace of one trial"
     if trace is None or trace.empty or "source" not in trace:
-        return Figure(key, title, "", reason=f"Not drawn: {absent}.")
+        return style.Figure(key, title, "", reason=f"Not drawn: {absent}.")
     samples = trace[trace["source"] != "marker"]
     markers = trace[trace["source"] == "marker"].sort_values("t_s")
     panels, lacking = [], []
@@ -90,10 +81,10 @@ def telemetry_trace(trace, folder: Path, *, key="telemetry_trace", chosen: str =
         if drawn:
             panels.append((label, drawn))
     if not panels:
-        return Figure(key, title, "", reason="Not drawn: the chosen trial's side file has no "
+        return style.Figure(key, title, "", reason="Not drawn: the chosen trial's side file has no "
                                              "reading.")
-    with rc_context(RC):
-        fig = new_figure(6.8, 1.0 + 1.3 * len(panels))
+    with rc_context(style.RC):
+        fig = style.new_figure(6.8, 1.0 + 1.3 * len(panels))
         axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
         for ax, (label, drawn) in zip(axes, panels):
             _shade_phases(ax, markers)
@@ -112,14 +103,14 @@ def telemetry_trace(trace, folder: Path, *, key="telemetry_trace", chosen: str =
         if handles:
             fig.legend(handles=handles, loc="outside lower center", frameon=False,
                        ncols=len(handles))
-        file = save(fig, folder, f"{key}.svg")
+        file = style.save(fig, folder, f"{key}.svg")
     first = trace.iloc[0]
     caption = (f"{title}: trial {int(first['trial'])} of {first['cell_id']}, {chosen}. "
                "Before 0 the process starts, imports its framework and builds the model; the "
                "shaded spans are the harness's phases between its markers. CPU utilization is "
                "the whole machine's." + (f" No reading of: {', '.join(lacking)}." if lacking
                                          else ""))
-    return Figure(key, title, caption, file=file)
+    return style.Figure(key, title, caption, file=file)
 
 
 def _shade_phases(ax, markers) -> None:

@@ -13,18 +13,7 @@ import pandas as pd
 from matplotlib import rc_context
 
 from fwbench.analysis.memory import METRICS
-from fwbench.report.figures.style import (
-    FRAMEWORK_COLOURS,
-    FRAMEWORK_LABELS,
-    RC,
-    Figure,
-    constant_axes,
-    missing,
-    new_figure,
-    pair_label,
-    save,
-    varying_axes,
-)
+from fwbench.report.figures import style
 
 MARKERS = "osD^v<>P"
 MIB = 2**20
@@ -34,18 +23,19 @@ MAX_ECDF_PANELS = 12
 
 # --- memory against batch size ----------------------------------------------------------------
 
-def memory_vs_batch(memory, folder: Path, *, key="memory_vs_batch", absent: str = "") -> Figure:
+def memory_vs_batch(memory, folder: Path, *, key="memory_vs_batch",
+                    absent: str = "") -> style.Figure:
     """Median peak memory per cell against batch size, one line per model and framework, with
     the interval of the median; a cell that ran out of memory is marked where it would be.
     ``absent`` says why when there is nothing to draw."""
     title = "Peak memory against batch size"
     if memory is None or memory.empty or "median_bytes" not in memory:
         why = absent or "the statistics hold no peak memory (stats/memory.csv)"
-        return Figure(key, title, "", reason=f"Not drawn: {why}.")
+        return style.Figure(key, title, "", reason=f"Not drawn: {why}.")
     panels = [(m, p) for m in METRICS for p in ("train", "infer")
               if len(memory[(memory["metric"] == m) & (memory["phase"].astype(str) == p)])]
-    with rc_context(RC):
-        fig = new_figure(6.8, 2.5 * math.ceil(len(panels) / 2))
+    with rc_context(style.RC):
+        fig = style.new_figure(6.8, 2.5 * math.ceil(len(panels) / 2))
         axes = fig.subplots(math.ceil(len(panels) / 2), min(2, len(panels)), squeeze=False)
         for ax, (metric, phase) in zip(axes.ravel(), panels):
             part = memory[(memory["metric"] == metric) & (memory["phase"].astype(str) == phase)]
@@ -53,9 +43,9 @@ def memory_vs_batch(memory, folder: Path, *, key="memory_vs_batch", absent: str 
         for ax in axes.ravel()[len(panels):]:
             ax.set_visible(False)
         _shared_legend(fig, axes.ravel()[:len(panels)])
-        file = save(fig, folder, f"{key}.svg")
+        file = style.save(fig, folder, f"{key}.svg")
     oom = memory[pd.to_numeric(memory["n_oom"], errors="coerce").fillna(0) > 0]
-    fixed = ", ".join(f"{k} {v}" for k, v in constant_axes(memory).items()
+    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(memory).items()
                       if k not in ("phase", "model"))
     caption = (f"{title}: median over ok trials of each cell's peak ({fixed}), with the "
                "interval of the median. Process peak RSS includes each framework's own "
@@ -63,7 +53,7 @@ def memory_vs_batch(memory, folder: Path, *, key="memory_vs_batch", absent: str 
                "allocator's on a GPU. ")
     caption += (f"Crosses at the top: {len(oom.drop_duplicates('cell_id'))} cell(s) ran out of "
                 "memory in some trial." if len(oom) else "No cell ran out of memory.")
-    return Figure(key, title, caption, file=file)
+    return style.Figure(key, title, caption, file=file)
 
 
 def _series(frame: pd.DataFrame) -> list[str]:
@@ -77,17 +67,17 @@ def _series(frame: pd.DataFrame) -> list[str]:
 def _draw_memory(ax, part: pd.DataFrame, title: str) -> None:
     models = sorted(part["model"].astype(str).unique())
     extra = _series(part)
-    measured = part[[not missing(v) for v in part["median_bytes"]]]
+    measured = part[[not style.missing(v) for v in part["median_bytes"]]]
     for key, group in measured.groupby(["model", "framework", *extra], sort=True):
         model, framework = str(key[0]), str(key[1])
         group = group.sort_values("batch_size")
         batch = group["batch_size"].astype(float).to_numpy()
         value, low, high = (group[c].astype(float).to_numpy() / MIB
                             for c in ("median_bytes", "ci_low_bytes", "ci_high_bytes"))
-        label = " ".join([FRAMEWORK_LABELS.get(framework, framework), model,
+        label = " ".join([style.FRAMEWORK_LABELS.get(framework, framework), model,
                           *(str(v) for v in key[2:])])
         ax.errorbar(batch, value, yerr=[np.maximum(value - low, 0), np.maximum(high - value, 0)],
-                    color=FRAMEWORK_COLOURS.get(framework, "#444444"),
+                    color=style.FRAMEWORK_COLOURS.get(framework, "#444444"),
                     marker=MARKERS[models.index(model) % len(MARKERS)], markersize=3.5,
                     linewidth=1, capsize=2, label=label)
     oom = part[pd.to_numeric(part["n_oom"], errors="coerce").fillna(0) > 0]
@@ -95,7 +85,7 @@ def _draw_memory(ax, part: pd.DataFrame, title: str) -> None:
         top = ax.get_ylim()[1] if len(measured) else 1.0
         for _, row in oom.iterrows():
             ax.plot([float(row["batch_size"])], [top], "x", markersize=6, clip_on=False,
-                    color=FRAMEWORK_COLOURS.get(str(row["framework"]), "#444444"))
+                    color=style.FRAMEWORK_COLOURS.get(str(row["framework"]), "#444444"))
         ax.plot([], [], "x", color="#444444", label="out of memory")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch size")
@@ -118,7 +108,7 @@ def _shared_legend(fig, axes) -> None:
 # --- latency distribution -----------------------------------------------------------------------
 
 def latency_ecdf(iterations, trials, folder: Path, *, key="latency_ecdf",
-                 absent: str = "") -> Figure:
+                 absent: str = "") -> style.Figure:
     """The empirical distribution of single-iteration times per matched pair (inference pairs
     where the run has them): each framework's pooled ok trials as a step line, each of its
     trials faint behind it, p50/p90/p99 ticked."""
@@ -126,33 +116,34 @@ def latency_ecdf(iterations, trials, folder: Path, *, key="latency_ecdf",
     frame = _kept(iterations, trials)
     if frame.empty:
         why = absent or "no ok trial kept its iterations (tables/iterations.parquet)"
-        return Figure(key, title, "", reason=f"Not drawn: {why}.")
+        return style.Figure(key, title, "", reason=f"Not drawn: {why}.")
     phase = "infer" if (frame["phase"].astype(str) == "infer").any() else \
         str(frame["phase"].iloc[0])
     frame = frame[frame["phase"].astype(str) == phase]
     pairs = (frame.drop_duplicates("pair_id")
              .sort_values([a for a in ("model", "batch_size", "pair_id") if a in frame]))
     shown = pairs.head(MAX_ECDF_PANELS)
-    varying = varying_axes(pairs)
+    varying = style.varying_axes(pairs)
     cols = min(3, len(shown))
     rows = math.ceil(len(shown) / cols)
-    with rc_context(RC):
-        fig = new_figure(6.8, 1.7 * rows + 0.5)
+    with rc_context(style.RC):
+        fig = style.new_figure(6.8, 1.7 * rows + 0.5)
         axes = fig.subplots(rows, cols, squeeze=False)
         for ax, (_, pair) in zip(axes.ravel(), shown.iterrows()):
             _draw_ecdf(ax, frame[frame["pair_id"] == pair["pair_id"]])
-            ax.set_title(pair_label(pair, varying), fontsize=7)
+            ax.set_title(style.pair_label(pair, varying), fontsize=7)
         for ax in axes.ravel()[len(shown):]:
             ax.set_visible(False)
-        handles = [_line(FRAMEWORK_COLOURS[f], FRAMEWORK_LABELS[f]) for f in FRAMEWORK_COLOURS]
+        handles = [_line(style.FRAMEWORK_COLOURS[f], style.FRAMEWORK_LABELS[f])
+                   for f in style.FRAMEWORK_COLOURS]
         fig.legend(handles=handles, loc="outside lower center", frameon=False, ncols=2)
-        file = save(fig, folder, f"{key}.svg")
+        file = style.save(fig, folder, f"{key}.svg")
     more = (f" The first {len(shown)} of {len(pairs)} pairs are drawn; stats/latency.csv has "
             "every cell." if len(pairs) > len(shown) else "")
     caption = (f"{title} ({phase}): the share of single iterations (one batch each) finished "
                "within a time, per matched pair; thick: the pooled ok trials of each framework, "
                "faint: each trial alone; ticks at p50, p90 and p99. Log time scale." + more)
-    return Figure(key, title, caption, file=file)
+    return style.Figure(key, title, caption, file=file)
 
 
 def _kept(iterations, trials) -> pd.DataFrame:
@@ -170,7 +161,7 @@ def _line(colour: str, label: str):
 
 
 def _draw_ecdf(ax, pair: pd.DataFrame) -> None:
-    for framework, colour in FRAMEWORK_COLOURS.items():
+    for framework, colour in style.FRAMEWORK_COLOURS.items():
         part = pair[pair["framework"] == framework]
         if part.empty:
             continue

@@ -10,16 +10,7 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
-from fwbench.report.figures.style import (
-    FRAMEWORK_COLOURS,
-    FRAMEWORK_LABELS,
-    MAX_PANELS,
-    RC,
-    Figure,
-    missing,
-    new_figure,
-    save,
-)
+from fwbench.report.figures import style
 
 CATEGORY_COLOURS = {"convolution": "#0072b2", "matmul": "#56b4e9", "normalization": "#009e73",
                     "elementwise": "#f0e442", "memory": "#e69f00", "fused": "#cc79a7",
@@ -31,34 +22,35 @@ def _group_title(row) -> str:
             f"{row['device']}")
 
 
-def waterfall(decomposition, folder: Path, *, key="ablation_waterfall") -> Figure:
+def waterfall(decomposition, folder: Path, *, key="ablation_waterfall") -> style.Figure:
     """Per ablation group, the PyTorch/TensorFlow ratio at defaults, each factor's step towards
     matched settings, and the residual, as a waterfall on a log scale with bootstrap intervals.
     """
     title = "What each factor contributes to the gap"
     if decomposition is None or decomposition.empty or "row" not in decomposition:
-        return Figure(key, title, "", reason="Not drawn: this run has no ablation (config key "
-                                             "`ablation`), so no decomposition was computed.")
+        return style.Figure(key, title, "", reason="Not drawn: this run has no ablation (config "
+                                                   "key `ablation`), so no decomposition was "
+                                                   "computed.")
     frame = decomposition[decomposition["contribution"].notna()
                           | (decomposition["row"] == "factor")]
     groups = [g for _, g in frame.groupby(["run", "experiment", "device", "model", "phase",
                                            "batch_size", "input_shape"], sort=True)
               if (g["row"] == "total").any()]
     if not groups:
-        return Figure(key, title, "", reason="Not drawn: no ablation group has a measured gap "
-                                             "at defaults.")
-    shown = groups[:MAX_PANELS]
-    with rc_context(RC):
+        return style.Figure(key, title, "", reason="Not drawn: no ablation group has a measured "
+                                                   "gap at defaults.")
+    shown = groups[:style.MAX_PANELS]
+    with rc_context(style.RC):
         cols = min(len(shown), 2)
         rows = math.ceil(len(shown) / cols)
-        fig = new_figure(6.8, 2.5 * rows)
+        fig = style.new_figure(6.8, 2.5 * rows)
         axes = fig.subplots(rows, cols, squeeze=False).ravel()
         for ax, group in zip(axes, shown):
             _draw_waterfall(ax, group.sort_values("step", kind="stable"))
         for ax in axes[len(shown):]:
             ax.set_visible(False)
-        file = save(fig, folder, f"{key}.svg")
-    more = (f" The first {MAX_PANELS} of {len(groups)} groups are drawn; the table has all."
+        file = style.save(fig, folder, f"{key}.svg")
+    more = (f" The first {style.MAX_PANELS} of {len(groups)} groups are drawn; the table has all."
             if len(groups) > len(shown) else "")
     caption = (f"{title}: PyTorch's median time over TensorFlow's (log scale) with each "
                "framework's defaults (first bar), after each factor is matched in turn (a step "
@@ -66,7 +58,7 @@ def waterfall(decomposition, folder: Path, *, key="ablation_waterfall") -> Figur
                "matched (last bar, the residual). Whiskers: bootstrap intervals over trials. "
                "Factors the device cannot vary are marked n/a; steps whose trials did not end "
                "ok, not run." + more)
-    return Figure(key, title, caption, file=file)
+    return style.Figure(key, title, caption, file=file)
 
 
 def _draw_waterfall(ax, group) -> None:
@@ -83,7 +75,7 @@ def _draw_waterfall(ax, group) -> None:
             labels.append(str(r["factor"]).replace("cudnn_autotune", "autotune")
                           .replace("memory_growth", "mem. growth"))
         value = r.get("contribution")
-        if missing(value):
+        if style.missing(value):
             text = "n/a" if r.get("status") == "unsupported" else "not run"
             ax.text(x, 0.03, text, ha="center", va="bottom", fontsize=6, color="#666666",
                     rotation=90, transform=ax.get_xaxis_transform())
@@ -97,7 +89,7 @@ def _draw_waterfall(ax, group) -> None:
             bottom, top = level, level - value
             err = (level - high, level - low)
             lowers = value > 0
-            colour = FRAMEWORK_COLOURS["pytorch" if lowers else "tensorflow"]
+            colour = style.FRAMEWORK_COLOURS["pytorch" if lowers else "tensorflow"]
             label = "matching lowers the ratio" if lowers else "matching raises the ratio"
             level = top
         ax.bar(x, math.exp(top) - math.exp(bottom), bottom=math.exp(bottom), width=0.6,
@@ -120,7 +112,8 @@ def _draw_waterfall(ax, group) -> None:
         ax.legend(loc="best", frameon=False, fontsize=6)
 
 
-def time_breakdown(profiles, folder: Path, *, key="time_breakdown", cell_stats=None) -> Figure:
+def time_breakdown(profiles, folder: Path, *, key="time_breakdown",
+                   cell_stats=None) -> style.Figure:
     """Where the time of a step goes, per profiled cell: operator classes and host overhead,
     stacked, PyTorch above TensorFlow for each cell pair.
 
@@ -129,23 +122,23 @@ def time_breakdown(profiles, folder: Path, *, key="time_breakdown", cell_stats=N
     """
     title = "Where the time goes"
     if profiles is None or profiles.empty or "category" not in profiles:
-        return Figure(key, title, "", reason="Not drawn: this run profiled no cell (config key "
-                                             "`profiling`).")
+        return style.Figure(key, title, "", reason="Not drawn: this run profiled no cell (config "
+                                                   "key `profiling`).")
     ok = profiles[(profiles["status"] == "ok") & profiles["category"].notna()]
     if ok.empty:
-        return Figure(key, title, "", reason="Not drawn: no profiled cell ended ok.")
+        return style.Figure(key, title, "", reason="Not drawn: no profiled cell ended ok.")
     medians = {}
     if cell_stats is not None and not cell_stats.empty and "median_ns" in cell_stats:
         medians = {str(c): float(m) for c, m in zip(cell_stats["cell_id"], cell_stats["median_ns"])
-                   if not missing(m)}
+                   if not style.missing(m)}
     pairs = sorted(ok["pair_id"].astype(str).unique())
-    shown = pairs[:4 * MAX_PANELS]
-    with rc_context(RC):
-        fig = new_figure(6.8, 1.0 + 0.42 * len(shown))
+    shown = pairs[:4 * style.MAX_PANELS]
+    with rc_context(style.RC):
+        fig = style.new_figure(6.8, 1.0 + 0.42 * len(shown))
         ax = fig.add_subplot()
         _draw_breakdown(ax, ok, shown, medians)
         fig.legend(loc="outside lower center", frameon=False, ncols=4)
-        file = save(fig, folder, f"{key}.svg")
+        file = style.save(fig, folder, f"{key}.svg")
     more = (f" The first {len(shown)} of {len(pairs)} profiled pairs are drawn."
             if len(pairs) > len(shown) else "")
     caption = (f"{title}: one step of each profiled cell, split into time in operators by class "
@@ -153,7 +146,7 @@ def time_breakdown(profiles, folder: Path, *, key="time_breakdown", cell_stats=N
                "device idle, waiting for the host), from each framework's own profiler. Bar "
                "length: the profiled shares times the cell's median step time (the profiled "
                "time per step where the statistics have no median)." + more)
-    return Figure(key, title, caption, file=file)
+    return style.Figure(key, title, caption, file=file)
 
 
 def _draw_breakdown(ax, ok, shown: list[str], medians: dict) -> None:
@@ -181,7 +174,7 @@ def _draw_breakdown(ax, ok, shown: list[str], medians: dict) -> None:
                         label=None if category in seen else CATEGORY_LABELS[category])
                 seen.add(category)
                 left += width
-            ax.text(left, y + offset, f" {FRAMEWORK_LABELS[framework]}", va="center",
+            ax.text(left, y + offset, f" {style.FRAMEWORK_LABELS[framework]}", va="center",
                     fontsize=6)
         row = ok[ok["pair_id"].astype(str) == pair].iloc[0]
         labels.append(f"{row['model']} {row['phase']} b{row['batch_size']} "
