@@ -48,7 +48,8 @@ def outcome(row) -> str:
     one, an interval that excludes 1 decides, else ``inconclusive``.
     """
     verdict = "" if missing(row.get("verdict")) else str(row.get("verdict")).lower()
-    if verdict in OUTCOME_LABELS:  # the statistics' own verdict (fwbench.analysis.estimators.verdict)
+    # the statistics' own verdict (fwbench.analysis.estimators.verdict)
+    if verdict in OUTCOME_LABELS:
         return verdict
     if "equiv" in verdict:
         return "equivalent"
