@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -43,6 +44,18 @@ def prints(settings):
     print("from Python", end="")                  # in Python's buffer: no newline
     ctypes.CDLL(None).printf(b" and from C")      # in C's stdio buffer (stdout is a pipe)
     return {}
+
+
+def converts(settings):
+    """A real tf.function: AutoGraph writes the converted source to a temporary file."""
+    import tensorflow as tf
+
+    @tf.function
+    def double(x):
+        return x * 2 if x.shape[0] else x
+
+    value = int(double(tf.constant([21]))[0])
+    return {"value": value, "tmp": tempfile.gettempdir(), "left": os.listdir(tempfile.gettempdir())}
 
 
 def allocates(settings):
@@ -90,6 +103,16 @@ def test_the_child_ends_without_teardown_and_loses_no_output(tmp_path):
     assert proc.stdout == "from Python and from C"
     outcome = json.loads((tmp_path / "outcome.json").read_text())
     assert outcome["status"] == "ok" and outcome["timeline_ns"]["child_imported"] > 0
+
+
+def test_what_the_child_leaves_in_its_temporary_directory_is_removed():
+    # The child ends without teardown, so AutoGraph's atexit clean-up never runs: before, every
+    # TensorFlow trial left a file in /tmp.
+    outcome = run("converts")
+    assert outcome.status == "ok" and outcome.payload["value"] == 42
+    assert any(name.startswith("__autograph") for name in outcome.payload["left"])
+    assert outcome.payload["tmp"] != tempfile.gettempdir()
+    assert not os.path.exists(outcome.payload["tmp"])
 
 
 def test_timeout_kills_the_child():

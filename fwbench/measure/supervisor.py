@@ -4,6 +4,11 @@ The parent imports no framework. It enforces the per-trial timeout and address-s
 turns every way a child can end (result, exception, signal, timeout) into a status, so a failed
 trial becomes a result row and the sweep goes on. If the parent loses its own parent (the run was
 killed), or is told to stop, it kills the child and writes nothing.
+
+The child's temporary directory (``TMPDIR``) is the parent's own, removed when the child ends:
+the child skips the interpreter's teardown, and with it the clean-up that frameworks leave to
+``atexit`` (TensorFlow's AutoGraph leaves one source file per converted function), so nothing
+piles up in /tmp over a sweep, and no trial finds what an earlier one cached there.
 """
 
 from __future__ import annotations
@@ -66,7 +71,7 @@ def supervise(entry: str, settings: dict, *, timeout_s: float, memory_limit_mb: 
         cmd = [sys.executable, "-m", "fwbench.measure.worker", entry, str(settings_path),
                str(out_path)]
         with subprocess.Popen(
-            cmd, env={**os.environ, **(env or {})}, stderr=subprocess.PIPE, text=True,
+            cmd, env={**os.environ, **(env or {}), "TMPDIR": tmp}, stderr=subprocess.PIPE, text=True,
             start_new_session=True, preexec_fn=lambda: _child_limits(memory_limit_mb),
         ) as proc:
             timeline = {"child_started": time.time_ns()}
