@@ -71,8 +71,8 @@ def supervise(entry: str, settings: dict, *, timeout_s: float, memory_limit_mb: 
         cmd = [sys.executable, "-m", "fwbench.measure.worker", entry, str(settings_path),
                str(out_path)]
         with subprocess.Popen(
-            cmd, env={**os.environ, **(env or {}), "TMPDIR": tmp}, stderr=subprocess.PIPE, text=True,
-            start_new_session=True, preexec_fn=lambda: _child_limits(memory_limit_mb),
+            cmd, env={**os.environ, **(env or {}), "TMPDIR": tmp}, stderr=subprocess.PIPE,
+            text=True, start_new_session=True, preexec_fn=lambda: _child_limits(memory_limit_mb),
         ) as proc:
             timeline = {"child_started": time.time_ns()}
             tail = _tee_stderr(proc)
