@@ -390,7 +390,7 @@ def _read_rank(out: Path, rank: int, returncode: int | None) -> dict:
 def _rank_main(settings_path: str, rank: str, out_path: str, *flags: str) -> None:
     """``python -m fwbench.measure.distributed settings.json RANK out.json [--probe]``"""
     from fwbench.measure.results import write_json
-    from fwbench.measure.worker import classify
+    from fwbench.measure.worker import classify, exit_now
 
     with open(settings_path) as f:
         settings = json.load(f)
@@ -405,10 +405,8 @@ def _rank_main(settings_path: str, rank: str, out_path: str, *flags: str) -> Non
         record = {"status": classify(exc), "message": f"{type(exc).__name__}: {exc}"[:2000]}
         code = 1
     write_json(record, out_path)
-    sys.stdout.flush()
-    sys.stderr.flush()
     # Skip interpreter teardown: a TensorFlow worker can hang there on its collective runtime.
-    os._exit(code)
+    exit_now(code)
 
 
 if __name__ == "__main__":

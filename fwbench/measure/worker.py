@@ -68,14 +68,14 @@ def _write_atomic(payload: dict, path: str) -> None:
     os.replace(f"{path}.tmp", path)
 
 
-def _exit_now() -> None:
+def exit_now(code: int = 0) -> None:
     """End the process without the interpreter's teardown, losing no output on the way."""
     sys.stdout.flush()
     sys.stderr.flush()
     ctypes.CDLL(None).fflush(None)  # what C and C++ code left in stdio's buffers
-    os._exit(0)
+    os._exit(code)
 
 
 if __name__ == "__main__":
     main(*sys.argv[1:])
-    _exit_now()
+    exit_now()
