@@ -66,6 +66,25 @@ def test_loss_curves_agree_over_the_first_ten_steps(frameworks, mnist_files, opt
     assert difference.max() <= LOSS_TOLERANCE[optimizer], (curves, difference)
 
 
+# Dynamo reads .grad of the weight-decayed loss (not a leaf) while it resumes after backward():
+# PyTorch's own warning about that read, not about the step.
+@pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")
+@pytest.mark.parametrize("framework", [
+    "tensorflow", pytest.param("pytorch", marks=pytest.mark.slow)])  # ~20 s of inductor
+def test_compiled_trains_the_whole_step_as_eager_does(frameworks, mnist_files, framework):
+    """Compiled mode compiles the whole training step, optimizer included, on both sides: the
+    losses it gives are eager's, step by step."""
+    module, data = frameworks[framework], D.load("mnist", mnist_files)
+    weights = frameworks["pytorch"].export_initial_weights("lenet5", (1, 28, 28), 10, seed=0)
+    curves = {}
+    for mode in ("eager", "compiled"):
+        trainer = module.Trainer(_cell(framework, mode=mode), OPTIMIZERS["sgd"], weights,
+                                 weight_decay=5e-4)
+        batches = D.Batches.steps(data, 20, start=0, count=5, seed=0, layout=module.LAYOUT)
+        curves[mode] = trainer.loss_values(trainer.train(batches))
+    np.testing.assert_allclose(curves["compiled"], curves["eager"], rtol=LOSS_TOLERANCE["sgd"])
+
+
 def test_initial_weights_travel_as_npz_without_torch(frameworks, tmp_path):
     """The TensorFlow image has no torch: the weights file alone gives Keras PyTorch's
     initialisation, exactly what copying from the live PyTorch model gives."""
