@@ -24,6 +24,7 @@ from torch import nn
 from torch.utils.data import DistributedSampler
 
 from fwbench.errors import BackendError, Unsupported
+from fwbench.measure import cuda_driver
 from fwbench.measure.frameworks.base import LOSS_SCALE_INITIAL
 from fwbench.measure.frameworks.pytorch import models
 from fwbench.measure.frameworks.pytorch.backend import PyTorchBackend
@@ -157,8 +158,10 @@ class Replica:
 
     def synchronize(self) -> None:
         if self.device.type == "cuda":
+            # The driver's wait on each GPU of this process, as in the harness and on TensorFlow's
+            # side (and as the settings in force record).
             for name in self._device_names():
-                torch.cuda.synchronize(torch.device(name))
+                cuda_driver.context_synchronize(torch.device(name).index)
 
     def barrier(self) -> None:
         if self.strategy == "ddp":

@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from fwbench.errors import BackendError, Unsupported
+from fwbench.measure import cuda_driver
 from fwbench.measure.distributed import shard_indices
 from fwbench.measure.frameworks.base import LOSS_SCALE_INITIAL
 from fwbench.measure.frameworks.tensorflow import models
@@ -80,6 +81,7 @@ class Replica:
         if reason:
             raise Unsupported(reason)
         in_force = self.backend.configure()  # threads before the runtime starts
+        self.synchronous = in_force["synchronous_execution"]
         cuda = self.cell.device == "cuda"
         if self.strategy == "multiworker":
             implementation = tf.distribute.experimental.CommunicationImplementation
@@ -166,6 +168,12 @@ class Replica:
         return train
 
     def synchronize(self) -> None:
+        if self.cell.device == "cuda" and self.synchronous:
+            # The driver's wait on each GPU of this process, as in the harness and on PyTorch's
+            # side (and as the settings in force record): every kernel is enqueued by now.
+            for name in self._device_names():
+                cuda_driver.context_synchronize(int(name.rsplit(":", 1)[1]))
+            return
         if self.strategy != "multiworker":
             tf.test.experimental.sync_devices()
             return
