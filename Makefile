@@ -99,7 +99,7 @@ test-containers: $(INSTALLED)
 # (needs skopeo, crane or docker, and the registry); then commit it. See docs/containers.md.
 .PHONY: pin-images
 pin-images: $(INSTALLED)
-	$(BIN)/python -m fwbench.environment.images pin
+	$(BIN)/python -m fwbench pin-images
 
 # Lint: ruff (rules in pyproject.toml), snakefmt --check, and snakemake --lint, whose findings
 # the workflow keeps on purpose each carry a `lint-ok` comment saying why

@@ -156,7 +156,7 @@ def _models_command(args) -> int:
 
 
 def _pin_images_command(args) -> int:
-    from fwbench.environment.images import pin_command
+    from fwbench.environment.pinning import pin_command
 
     return pin_command(args.lock)
 

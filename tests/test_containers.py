@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fwbench.environment import images
+from fwbench.environment import images, pinning
 from tests.conftest import BIN, REPO, TINY_CONFIG, snakemake
 
 FAKES = REPO / "tests" / "fakes"
@@ -155,7 +155,7 @@ def test_pin_images_writes_only_what_the_registry_answered(tmp_path, monkeypatch
     monkeypatch.setenv("FAKE_REGISTRY_LOG", str(tmp_path / "registry.log"))
     monkeypatch.setenv("PATH", f"{_fake_bin(tmp_path, 'skopeo')}{os.pathsep}{os.environ['PATH']}")
 
-    assert images.pin_command(lock) == 1     # tensorflow's tag is unknown to the registry
+    assert pinning.pin_command(lock) == 1     # tensorflow's tag is unknown to the registry
     pinned = images.load_lock(lock)
     assert pinned["base"]["digest"] == _digest("base")
     assert pinned["images"]["pytorch"]["digest"] == _digest("pytorch")
@@ -167,10 +167,10 @@ def test_pin_images_writes_only_what_the_registry_answered(tmp_path, monkeypatch
     # The registry now answers everything; a second pin changes only what moved.
     registry[images.tag_reference(entries["images"]["tensorflow"])] = _digest("tf")
     (tmp_path / "registry.json").write_text(json.dumps(registry))
-    assert images.pin_command(lock) == 0
+    assert pinning.pin_command(lock) == 0
     assert images.load_lock(lock)["images"]["tensorflow"]["digest"] == _digest("tf")
     before = lock.stat().st_mtime_ns
-    report = images.pin_images(lock)
+    report = pinning.pin_images(lock)
     assert all(r["new"] == r["old"] for r in report.values()) and lock.stat().st_mtime_ns == before
 
 
@@ -182,13 +182,13 @@ def test_pin_images_through_crane_and_without_any_tool(tmp_path, monkeypatch):
     (tmp_path / "registry.json").write_text(json.dumps({r: _digest(r) for r in refs}))
     monkeypatch.setenv("FAKE_REGISTRY", str(tmp_path / "registry.json"))
     crane = str(_fake_bin(tmp_path, "crane") / "crane")
-    resolver = images.registry_resolver(which=lambda tool: crane if tool == "crane" else None)
-    pinned = images.pin_images(lock, resolver).values()
+    resolver = pinning.registry_resolver(which=lambda tool: crane if tool == "crane" else None)
+    pinned = pinning.pin_images(lock, resolver).values()
     assert all(r["new"] == _digest(r["reference"]) for r in pinned)
 
     with pytest.raises(images.ImageError, match="skopeo, crane or docker"):
-        images.registry_resolver(which=lambda tool: None)
-    report = images.pin_images(lock, resolver=lambda ref: "latest")   # not a digest: kept out
+        pinning.registry_resolver(which=lambda tool: None)
+    report = pinning.pin_images(lock, resolver=lambda ref: "latest")   # not a digest: kept out
     assert all(r["error"] and "not a sha256 digest" in r["error"] for r in report.values())
     assert images.load_lock(lock)["base"]["digest"] == _digest(refs[0])
 

@@ -1,11 +1,12 @@
-"""The framework images: the lock files, digest pinning, and the checks a benchmark job makes.
+"""The framework images: the lock files and the checks a benchmark job makes.
 
 Two kinds of lock name, per framework, the image a benchmark job runs in, by content digest:
 
 - ``containers/images.lock`` (committed): images published to a registry, the repository and tag
   they were pushed under and the ``sha256`` digest that tag resolved to. A digest is written only
-  by :func:`pin_images`, which asks the registry (skopeo, crane or docker); nothing here ever
-  invents one. An entry becomes ``docker://<repository>@sha256:<digest>``, never a mutable tag.
+  by ``fwbench.environment.pinning.pin_images``, which asks the registry (skopeo, crane or
+  docker); nothing here ever invents one. An entry becomes
+  ``docker://<repository>@sha256:<digest>``, never a mutable tag.
 - ``containers/build/images.lock`` (this machine's, written by ``make images``): images built
   here, each with the digest its engine gave (SIF sha256, or image ID) and the file Apptainer
   runs, named by that digest: a SIF (run in place) or a docker-archive
@@ -19,7 +20,7 @@ Four users of this module:
 - a benchmark job, first thing (``fwbench.measure.trial.run_trial``): :func:`check_runtime` fails
   unless the job runs in the expected image (label file, framework imported from the image,
   expected version);
-- ``make pin-images`` (``python -m fwbench pin-images``): :func:`pin_images`;
+- ``make pin-images`` (``python -m fwbench pin-images``): ``fwbench.environment.pinning``;
 - ``make test-containers``, inside each built image: ``python -m fwbench.environment.images
   check`` (label, framework version against the lock, ``pip check``; :func:`check_image`).
 
@@ -28,17 +29,15 @@ Framework-free: nothing here imports torch or tensorflow.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import importlib.metadata
 import importlib.util
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -426,131 +425,7 @@ def _framework_location(framework: str, package: str) -> dict:
     return {"error": None, "path": spec.origin, "version": version}
 
 
-# --- pinning ----------------------------------------------------------------------------
-
-Resolver = Callable[[str], str]
-
-
-def pin_images(lock_path: str | os.PathLike | None = None,
-               resolver: Resolver | None = None) -> dict[str, dict]:
-    """Resolve every tag in the lock to its digest now, and write the lock.
-
-    ``resolver`` maps ``repository:tag`` to ``sha256:…``; by default the first of skopeo, crane
-    or docker found on PATH asks the registry. A tag that cannot be resolved keeps the digest
-    it had (possibly null) and is reported; nothing is ever guessed. Returns, per entry,
-    ``{"reference", "old", "new", "error"}``.
-
-    Usage (``make pin-images``)::
-
-        report = pin_images()                   # containers/images.lock, registry tool on PATH
-        failed = [k for k, r in report.items() if r["error"]]
-    """
-    path = Path(lock_path) if lock_path else registry_lock_path()
-    lock = load_lock(path)
-    resolver = resolver or registry_resolver()
-    updated = copy.deepcopy(lock)
-    report = {}
-    entries = {"base": updated["base"], **updated["images"]}
-    for name, entry in entries.items():
-        reference = tag_reference(entry)
-        row = {"reference": reference, "old": entry.get("digest"), "new": None, "error": None}
-        try:
-            digest = resolver(reference).strip()
-            if not DIGEST.match(digest):
-                raise ImageError(f"the registry tool answered {digest[:100]!r}, "
-                                 "not a sha256 digest")
-        except (ImageError, OSError, subprocess.SubprocessError) as exc:
-            row["error"] = str(exc)
-        else:
-            row["new"] = entry["digest"] = digest
-        report[name] = row
-    if updated != lock:
-        write_lock(updated, path)
-    return report
-
-
-def format_pin_report(report: dict[str, dict], path) -> str:
-    """One line per entry, then what to do next."""
-    lines = []
-    for name, row in report.items():
-        if row["error"]:
-            kept = row["old"] or "null"
-            lines.append(f"{name}: {row['reference']}: NOT resolved ({row['error']}); "
-                         f"digest stays {kept}")
-        elif row["new"] == row["old"]:
-            lines.append(f"{name}: {row['reference']} -> {row['new']} (unchanged)")
-        else:
-            lines.append(f"{name}: {row['reference']} -> {row['new']} (was {row['old'] or 'null'})")
-    if any(r["new"] and r["new"] != r["old"] for r in report.values()):
-        lines.append(f"Wrote {path}. Commit it: every benchmark job runs the pinned digests, and "
-                     "a changed digest reruns that framework's cells and their partners.")
-    return "\n".join(lines)
-
-
-def registry_resolver(which: Callable[[str], str | None] = shutil.which) -> Resolver:
-    """A resolver using the first of skopeo, crane or docker on PATH."""
-    for tool, make in (("skopeo", _skopeo), ("crane", _crane), ("docker", _docker)):
-        binary = which(tool)
-        if binary:
-            return make(binary)
-    raise ImageError("pinning needs skopeo, crane or docker on PATH, and access to the registry: "
-                     "install one (e.g. `apt-get install skopeo`) and run `make pin-images` again")
-
-
-def _run(argv: list[str]) -> str:
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        message = (proc.stderr or proc.stdout).strip().splitlines() or ["no output"]
-        raise ImageError(f"`{' '.join(argv)}` failed: {message[0][:300]}")
-    return proc.stdout.strip()
-
-
-# Each tool answers the digest of what the tag points to: for a multi-platform image, the
-# index (manifest list), so the pin holds for every platform. skopeo's .Digest is that
-# top-level digest; crane digest without --platform likewise.
-def _skopeo(binary: str) -> Resolver:
-    return lambda ref: _run([binary, "inspect", "--format", "{{.Digest}}", f"docker://{ref}"])
-
-
-def _crane(binary: str) -> Resolver:
-    return lambda ref: _run([binary, "digest", ref])
-
-
-def _docker(binary: str) -> Resolver:
-    def resolve(ref: str) -> str:
-        try:  # the registry's answer, through the buildx plugin
-            out = _run([binary, "buildx", "imagetools", "inspect", ref, "--format",
-                        "{{json .Manifest}}"])
-            return json.loads(out)["digest"]
-        except (ImageError, ValueError, KeyError, TypeError) as exc:
-            registry_error = exc
-        # Without buildx: the digest the registry gave when this image was pushed or pulled here.
-        try:
-            out = _run([binary, "image", "inspect", "--format", "{{json .RepoDigests}}", ref])
-        except ImageError:
-            raise ImageError(f"docker cannot ask the registry ({registry_error}) and has no local "
-                             f"copy of {ref}; install skopeo or crane, or the buildx "
-                             "plugin") from None
-        repository = ref.rsplit(":", 1)[0]
-        for item in json.loads(out) or []:
-            if item.split("@")[0] in (repository, repository.removeprefix("docker.io/")):
-                return item.split("@", 1)[1]
-        raise ImageError(f"the local copy of {ref} has no registry digest (never pushed or pulled)")
-    return resolve
-
-
-def pin_command(lock_path: str | os.PathLike | None = None,
-                resolver: Resolver | None = None) -> int:
-    """``make pin-images``: pin, print one line per image, exit 1 if any tag stayed unresolved."""
-    path = Path(lock_path) if lock_path else registry_lock_path()
-    try:
-        report = pin_images(path, resolver)
-    except ImageError as exc:
-        print(f"fwbench: {exc}", file=sys.stderr)
-        return 1
-    print(format_pin_report(report, path))
-    return 1 if any(row["error"] for row in report.values()) else 0
-
+# --- inside an image ----------------------------------------------------------------
 
 def check_image(framework: str, lock_path: str | os.PathLike | None = None,
                 environ: Mapping[str, str] | None = None) -> dict:
@@ -602,26 +477,22 @@ def check_image(framework: str, lock_path: str | os.PathLike | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m fwbench.environment.images pin [--lock PATH]`` and, inside an image,
+    """Inside an image:
     ``python -m fwbench.environment.images check --framework F [--lock PATH]``."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m fwbench.environment.images",
                                      description=main.__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    pin = commands.add_parser("pin", help="resolve every tag in the lock to its digest")
-    pin.add_argument("--lock", help=f"lock file (default ${LOCK_VARIABLE} or {LOCK_PATH})")
     check = commands.add_parser("check", help="inside an image: label, version, pip check")
     check.add_argument("--framework", required=True, choices=sorted(MODULES))
     check.add_argument("--lock", help="image lock (default: the one the workflow would use)")
     args = parser.parse_args(argv)
-    if args.command == "check":
-        found = check_image(args.framework, args.lock)
-        print(json.dumps(found, indent=1))
-        for problem in found["problems"]:
-            print(f"fwbench: {args.framework} image: {problem}", file=sys.stderr)
-        return 1 if found["problems"] else 0
-    return pin_command(args.lock)
+    found = check_image(args.framework, args.lock)
+    print(json.dumps(found, indent=1))
+    for problem in found["problems"]:
+        print(f"fwbench: {args.framework} image: {problem}", file=sys.stderr)
+    return 1 if found["problems"] else 0
 
 
 if __name__ == "__main__":
