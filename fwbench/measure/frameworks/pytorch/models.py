@@ -201,12 +201,9 @@ def _lstm_lm(shape, classes, a):
     return LSTMLanguageModel(classes, a["embedding"], a["hidden"], a["layers"], a["dropout"])
 
 
-_BUILDERS = {
-    "lenet5": _lenet5, "resnet18": _resnet("resnet18"),
-    "resnet18_cifar": _resnet("resnet18_cifar"), "resnet152": _resnet("resnet152"),
-    "vgg16": _vgg16, "mobilenet_v2": _mobilenet_v2, "efficientnet_b4": _efficientnet_b4,
-    "deepspeech2": _deepspeech2, "bert_base": _bert_base, "lstm_lm": _lstm_lm,
-}
+_BUILDERS = {"lenet5": _lenet5, **{name: _resnet(name) for name in nets.RESNETS},
+             "vgg16": _vgg16, "mobilenet_v2": _mobilenet_v2, "efficientnet_b4": _efficientnet_b4,
+             "deepspeech2": _deepspeech2, "bert_base": _bert_base, "lstm_lm": _lstm_lm}
 
 
 def loss_fn(name: str):
