@@ -68,6 +68,11 @@ def constant(frame: pd.DataFrame, axes: list[str]) -> str:
                      for a, value in constant_axes(frame, axes).items())
 
 
+def every_cell(shared: list[str]) -> str:
+    """The caption's sentence for remarks that hold for every row (empty when none do)."""
+    return f" Every cell: {'; '.join(shared)}." if shared else ""
+
+
 def axis_header(axis: str) -> str:
     return {"batch_size": "Batch", "input_shape": "Shape"}.get(axis, axis.capitalize())
 

@@ -55,7 +55,7 @@ def latency_table(numbering: tables.Numbering, data: Inputs) -> dict:
                "percentile-bootstrap interval (in brackets, same unit) that draws whole "
                "trials, and the iterations (trials) behind them. "
                f"{tables.constant(frame, wording.PAIR_AXES)}."
-               + (f" Every cell: {'; '.join(shared)}." if shared else ""))
+               + tables.every_cell(shared))
     why = data.problems.get("latency", "no ok trial kept its iterations")
     return tables.without_empty_remarks(tables.table(numbering, "latency", caption,
                   [tables.axis_header(a) for a in axes] + ["Framework", "p50", "p90", "p99",

@@ -62,7 +62,7 @@ def memory_table(numbering: tables.Numbering, data: Inputs) -> dict:
                "(95 % unless stated), the range over trials, and the trials that recorded it. "
                f"{peaks}. {tables.constant(frame, wording.PAIR_AXES)}."
                f"{formatting.level_sentence(uniform)}"
-               + (f" Every cell: {'; '.join(shared)}." if shared else ""))
+               + tables.every_cell(shared))
     why = data.problems.get("memory", "the trials recorded no peak memory")
     return tables.without_empty_remarks(tables.table(numbering, "memory", caption,
                   [tables.axis_header(a) for a in axes] + ["Framework", "Peak", "Median",

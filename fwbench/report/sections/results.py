@@ -155,7 +155,7 @@ def cell_table(numbering: tables.Numbering, data: Inputs, failures: dict) -> dic
                "interquartile range and coefficient of variation between trials; throughput "
                "(samples/s); median cold-start iteration. "
                f"{tables.constant(frame, wording.PAIR_AXES)}.{formatting.level_sentence(uniform)}"
-               + (f" Every cell: {'; '.join(shared)}." if shared else ""))
+               + tables.every_cell(shared))
     why = data.problems.get("cell_stats", "no cell was summarized")
     return tables.table(numbering, "cells", caption,
                         [tables.axis_header(a) for a in axes]
