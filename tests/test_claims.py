@@ -202,7 +202,27 @@ def test_scaling_kind():
 def test_pending_kind():
     result = judge(claim("pending", needs="a profiler trace"))
     assert result == {"verdict": "not measured", "notes": [], "exploratory": "",
-                      "ours": "not measured in this run: needs a profiler trace"}
+                      "ours": "not measured in this run: needs a profiler trace",
+                      "differs": [], "verdict_here": ""}
+
+
+def test_a_claim_outside_its_papers_setting_is_measured_in_another_setting():
+    """Confirmed or contradicted only on the paper's device, models and profile; elsewhere the
+    verdict says what differs, and keeps what the data of this setting read."""
+    entry = {**claim("direction", expect="pytorch_faster", select={"device": "cuda"}),
+             "setting": {"device": ["cuda"], "model": ["m0", "m1"], "profile": ["defaults"]}}
+    rows = pairs(["pytorch_faster", "pytorch_faster"])
+    trials = rows.assign(status="ok")[["device", "model", "profile", "status"]]
+    assert judge(entry, rows, trials=trials)["verdict"] == "confirmed"
+    matched = judge(entry, rows.assign(profile="matched"),
+                    trials=trials.assign(profile="matched"))
+    assert matched["verdict"] == "measured in another setting"
+    assert matched["verdict_here"] == "confirmed"
+    assert matched["differs"] == ["settings profile matched (paper: defaults)"]
+    one_model = judge(entry, rows, trials=trials[trials["model"] == "m0"])
+    assert one_model["differs"] == ["models m0 (paper: m0 and m1)"]
+    narrowed = {**entry, "test": {**entry["test"], "select": {"device": "cuda", "model": "m0"}}}
+    assert judge(narrowed, rows, trials=trials)["verdict"] == "confirmed"
 
 
 def test_untestable_kind():

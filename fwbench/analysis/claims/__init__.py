@@ -6,6 +6,7 @@ and the distributed experiment's scaling and strategy tables. The report renders
 
     claims/
     ├── rows.py         the rows a claim selects; why a verdict from them is only a hint
+    ├── setting.py      whether the run measured the paper's setting, and what differs
     ├── wording.py      missing values, flags, outcomes, numbers as text (shared with the report)
     ├── direction.py    direction, mixed: who is faster, from the comparisons
     ├── batch.py        batch_trend, power_batch: patel2023's batch-size claims
@@ -47,12 +48,13 @@ from fwbench.analysis.claims.rows import (
     hint_from_comparisons,
     not_measured,
 )
+from fwbench.analysis.claims.setting import ANOTHER_SETTING, JUDGED, differences, merged_setting
 from fwbench.analysis.claims.wording import PAIR_AXES, flag
 
 CLAIMS_PATH = SOURCE_DIR / "report" / "claims.yaml"
 PAPERS = ["patel2023", "dai2022", "florencio2019", "tian2020", "sumanjali2024"]
-VERDICTS = ["confirmed", "contradicted", "equivalent", "inconclusive", "not measured",
-            "untestable"]
+VERDICTS = ["confirmed", "contradicted", "equivalent", "inconclusive", ANOTHER_SETTING,
+            "not measured", "untestable"]
 CLAIM_KINDS = {"direction", "mixed", "batch_trend", "normality", "telemetry", "power_batch",
                "gap_explanation", "strategy_comparison", "scaling", "pending", "untestable",
                "first_epoch", "higher", "time_to_accuracy"}
@@ -62,23 +64,36 @@ SELECT_AXES = set(PAIR_AXES)
 
 @cache
 def load_claims(path: str = str(CLAIMS_PATH)) -> dict:
+    """The catalog; each claim's ``setting`` is its paper's ``setting_axes`` with its own."""
     with open(path) as f:
-        return yaml.safe_load(f)
+        catalog = yaml.safe_load(f)
+    for claim in catalog["claims"]:
+        claim["setting"] = merged_setting(claim, catalog["papers"])
+    return catalog
 
 
 def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFrame,
                    tests: pd.DataFrame | None = None, trials: pd.DataFrame | None = None,
                    gaps: pd.DataFrame | None = None, scaling: pd.DataFrame | None = None,
                    strategies: pd.DataFrame | None = None) -> dict:
-    """The verdict on one published claim: {verdict, ours, notes, exploratory}.
+    """The verdict on one published claim: {verdict, ours, notes, exploratory, differs,
+    verdict_here}.
 
+    A claim is confirmed or contradicted only where the run measured the paper's setting
+    (``claim["setting"]``): elsewhere its verdict is "measured in another setting", ``differs``
+    says what differs and ``verdict_here`` keeps what the data of this setting read.
     ``exploratory`` says why the verdict is only a hint ("" when it is not): it was judged from
     comparisons the statistics mark exploratory, or from fewer trials than a verdict needs. A
     hint confirms or contradicts nothing on its own, and the report labels it everywhere.
     """
     tables = {"comparisons": comparisons, "cell_stats": cell_stats, "tests": tests,
               "trials": trials, "gaps": gaps, "scaling": scaling, "strategies": strategies}
-    result = _judge(claim, tables)
+    result = {**_judge(claim, tables), "differs": [], "verdict_here": ""}
+    if result["verdict"] in JUDGED:
+        result["differs"] = differences(claim, trials)
+        if result["differs"]:
+            result["verdict_here"], result["verdict"] = result["verdict"], ANOTHER_SETTING
+            result["notes"] = [n for n in result["notes"] if "matched profile" not in n]
     undecided = result["verdict"] in ("not measured", "untestable")
     result["exploratory"] = "" if undecided else _hint(claim, tables)
     return result
