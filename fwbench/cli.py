@@ -140,6 +140,47 @@ def _export_command(args) -> int:
     return 0
 
 
+def _compare_command(args) -> int:
+    from fwbench.analysis.compare import compare_runs, slowdowns
+    from fwbench.analysis.run_folder import load_run
+    from fwbench.report.compare_page import summary, write_comparison
+
+    a, b = load_run(args.run_a), load_run(args.run_b)
+    comparison = compare_runs(a, b)
+    print(summary(comparison))
+    out = Path(args.out) if args.out else a.path.parent / f"compare-{a.name}-{b.name}"
+    written = write_comparison(comparison, out)
+    print(f"fwbench compare: wrote {', '.join(map(str, written))}", file=sys.stderr)
+    if args.fail_on_slowdown is None:
+        return 0
+    slower = slowdowns(comparison, args.fail_on_slowdown)
+    for row in slower.itertuples():
+        print(f"fwbench compare: {row.cell_id} is slower in B by more than "
+              f"{args.fail_on_slowdown:g}% (B/A {row.ratio:.3g}, interval "
+              f"[{row.ratio_ci_low:.3g}, {row.ratio_ci_high:.3g}])", file=sys.stderr)
+    return 1 if len(slower) else 0
+
+
+def _merge_command(args) -> int:
+    from fwbench.analysis.merge import ORIGINS, merge_runs
+
+    origins = merge_runs(args.runs, args.into)
+    for row in origins:
+        print(f"fwbench merge: {row['source']} -> trials {row['trials']} of {args.into} "
+              f"(origin {row['origin']}, {row['hostname']}, {row['cpu_model']})",
+              file=sys.stderr)
+    print(f"fwbench merge: {Path(args.into) / ORIGINS}; rebuild its tables, statistics and "
+          f"report with `fwbench rebuild {args.into}`", file=sys.stderr)
+    return 0
+
+
+def _index_command(args) -> int:
+    from fwbench.report.index import write_index
+
+    print(f"fwbench index: {write_index(args.results, args.out)}", file=sys.stderr)
+    return 0
+
+
 def _idle_command(args) -> int:
     from fwbench.measure.trial import measure_idle_baseline
 
@@ -212,6 +253,46 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also log an MLflow run (pip install mlflow)")
     export.add_argument("--mlflow-uri", metavar="URI",
                         help="MLflow tracking URI (default: RUN/export/mlruns)")
+
+    compare = _command(
+        commands, "compare", "what got slower or faster from one run to another, cell by "
+        "cell, and what differs between their environments",
+        "Compare run B against run A (the baseline) over the cells both measured: each cell "
+        "(one framework's measurement) gets the ratio B/A of its per-trial times, with an "
+        "interval and a verdict (slower, faster, the same within A's margin, or inconclusive) "
+        "under one error control over all the cells. First prints what differs between the "
+        "two environments (machine, images, versions); writes compare.csv, environment.csv "
+        "and compare.html. See docs/compare.md.", _compare_command)
+    compare.add_argument("run_a", metavar="RUN_A", help="the baseline run, e.g. "
+                         "results/reference")
+    compare.add_argument("run_b", metavar="RUN_B", help="the run compared with it")
+    compare.add_argument("--out", help="folder to write (default: results/compare-<A>-<B>, "
+                         "beside RUN_A)")
+    compare.add_argument("--fail-on-slowdown", type=float, metavar="PCT",
+                         help="exit 1 when a cell is confidently slower in B by more than PCT "
+                              "percent (its whole interval above 1 + PCT/100)")
+
+    merge = _command(
+        commands, "merge", "make one run from runs of one config measured on several machines "
+        "or in several sessions",
+        "Copy the trials of every RUN into the new run folder NEW, each keeping its origin "
+        "(the run and machine that measured it): the statistics compare the frameworks per "
+        "origin, and the report adds a section per machine with a pooled ratio only where the "
+        "origins agree. The runs must share their config (run, trials and seed may differ). "
+        "Then `fwbench rebuild NEW`. See docs/compare.md.", _merge_command)
+    merge.add_argument("runs", metavar="RUN", nargs="+", help="the runs' folders")
+    merge.add_argument("--into", metavar="NEW", required=True,
+                       help="the merged run's folder, e.g. results/both (must not exist)")
+
+    index = _command(
+        commands, "index", "write results/index.html: every run's report with its machine, "
+        "date, versions and headline",
+        "Write an HTML index of every run under a results folder (a link to its report, the "
+        "machine, the dates, the framework versions and how the frameworks compared) and of "
+        "every comparison `fwbench compare` wrote there.", _index_command)
+    index.add_argument("results", nargs="?", default="results",
+                       help="the results folder (default: results)")
+    index.add_argument("--out", help="the file to write (default: RESULTS/index.html)")
 
     models = _command(
         commands, "models", "list the models both frameworks provide: parameters, FLOPs and "

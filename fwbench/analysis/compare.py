@@ -1,0 +1,227 @@
+"""Two runs, cell by cell: what got slower, what got faster and what stayed the same from run A
+(the baseline) to run B (``fwbench compare``), and what differs between their environments.
+
+A cell is one framework's measurement (its cell id names every axis). Each cell the two runs
+share gets the ratio B/A of the main analysis's per-trial value (``VALUE``, the first of
+``comparisons.VERDICT_COLUMNS``), from the trials a comparison may use
+(``comparisons.usable_arm``), decided by ``compare_samples``, the rule every
+PyTorch/TensorFlow comparison of a run is decided by:
+
+- The trials of two runs are not paired (different sessions, often different machines), so the
+  interval is unpaired: the Hodges-Lehmann shift of the log per-trial values, exponentiated,
+  with its distribution-free interval from the exact Mann-Whitney law. It is the main
+  analysis's estimator, so a ratio here means what a ratio in the report means; the number
+  shown, its interval and its test are one estimator; one slow trial moves it little (a Welch
+  interval on the logs would move with it). Its assumption, that the two runs' log values
+  differ by a shift, fails where one machine is noisier: the Brunner-Munzel test, valid with
+  unequal spreads, is the rank check beside it, and a verdict it does not confirm says so.
+- One error control over every cell compared: each interval is at the Bonferroni level
+  1 - alpha/m for the m cells, so all m cover together with probability at least 1 - alpha.
+  "slower" and "faster" read that interval (it excludes 1); "same" is equivalence within the
+  margin of run A's analysis plan (``statistics.rope``), read from the same interval: a TOST at
+  alpha/m needs only the 1 - 2 alpha/m interval inside the margin, so the verdict is
+  conservative there. Anything else is "inconclusive".
+
+docs/compare.md describes the columns and the rule.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from fwbench.analysis.comparisons import VERDICT_COLUMNS, compare_samples, usable_arm
+from fwbench.analysis.estimators import holm, quietly
+from fwbench.analysis.run_folder import Run
+from fwbench.analysis.stats import with_default_axes
+from fwbench.analysis.tables import AXES
+from fwbench.analysis.trial_quality import exploratory_reasons
+from fwbench.analysis.trial_stats import trial_statistics
+from fwbench.analysis.versions import diff_versions
+from fwbench.errors import FwbenchError
+
+__all__ = ["Comparison", "compare_runs", "slowdowns", "environment_differences",
+           "CELL_COLUMNS", "VERDICTS"]
+
+VERDICTS = ("slower", "faster", "same", "inconclusive")
+# A cell one run lacks, or one with no usable trial on a side, is listed but not compared.
+NOT_COMPARED = "not compared"
+
+CELL_COLUMNS = [
+    "cell_id", *AXES, "n_a", "n_b", "time_a_ns", "time_b_ns", "ratio", "ratio_ci_low",
+    "ratio_ci_high", "ratio_ci_level", "family_size", "mannwhitney_p", "p_adjusted",
+    "brunnermunzel_p", "brunnermunzel_p_holm", "rope_low", "rope_high", "verdict",
+    "exploratory", "note",
+]
+
+# The per-trial value the main analysis's comparisons decide by.
+VALUE = VERDICT_COLUMNS[0]
+
+# What the machine section compares, from the trials table (fwbench.analysis.tables).
+MACHINE = {"hostname": "host", "cpu_model": "CPU model", "cpu_count": "CPU cores",
+           "platform": "platform", "device_name": "GPU", "driver": "NVIDIA driver"}
+IMAGE = {"container": "container", "image_digest": "image digest"}
+# Version-audit items the machine and image sections already show.
+SHOWN = {"CPU model", "CPU logical cores", "NVIDIA driver", "GPU names", "container",
+         "image digest"}
+
+
+@dataclass
+class Comparison:
+    """The outcome of ``compare_runs``: one row per cell of either run, and what differs."""
+
+    a: str
+    b: str
+    cells: pd.DataFrame
+    environment: list[dict]
+    confidence: float
+    rope: float
+
+    @property
+    def compared(self) -> pd.DataFrame:
+        return self.cells[self.cells["verdict"] != NOT_COMPARED]
+
+    def counts(self) -> dict[str, int]:
+        verdicts = list(self.compared["verdict"])
+        return {v: verdicts.count(v) for v in VERDICTS}
+
+
+def compare_runs(a: Run, b: Run) -> Comparison:
+    """Compare run B against run A, the baseline, with A's analysis plan. Usage::
+
+        result = compare_runs(load_run("results/reference"), load_run("results/default"))
+        result.cells[["cell_id", "ratio", "verdict"]], result.environment
+    """
+    stats = a.statistics
+    confidence, rope = float(stats["confidence"]), float(stats["rope"])
+    arms_a, arms_b = _arms(a), _arms(b)
+    shared = sorted(set(arms_a) & set(arms_b))
+    m = max(1, len(shared))
+    rows = []
+    for cell_id in sorted(set(arms_a) | set(arms_b)):
+        if cell_id not in shared:
+            side = "A" if cell_id in arms_a else "B"
+            axes = (arms_a if side == "A" else arms_b)[cell_id][0]
+            rows.append({"cell_id": cell_id, **axes, "verdict": NOT_COMPARED,
+                         "note": f"only in run {side}"})
+            continue
+        axes, arm_a = arms_a[cell_id]
+        _, arm_b = arms_b[cell_id]
+        rows.append({"cell_id": cell_id, **axes,
+                     **_compare_cell(arm_a, arm_b, m, confidence, rope,
+                                     int(stats["min_trials_for_verdict"]))})
+    cells = pd.DataFrame(rows, columns=CELL_COLUMNS)
+    compared = cells["verdict"] != NOT_COMPARED
+    cells.loc[compared, "brunnermunzel_p_holm"] = holm(cells.loc[compared, "brunnermunzel_p"])
+    cells["note"] = [_note(r, 1 - confidence) for r in cells.itertuples()]
+    return Comparison(a.name, b.name, cells, environment_differences(a, b), confidence, rope)
+
+
+def _arms(run: Run) -> dict[str, tuple[dict, dict]]:
+    """cell id -> (its axes, its ok trials' values as arrays) of a single run."""
+    trials = with_default_axes(run.trials)
+    origins = sorted(trials["run"].astype(str).unique()) if "run" in trials else []
+    if len(origins) > 1:
+        raise FwbenchError(f"{run.path} is merged from {len(origins)} runs ({', '.join(origins)})"
+                           ": its cells hold trials of several machines or sessions; compare "
+                           "the runs it was merged from")
+    per_trial = trial_statistics(trials, with_default_axes(run.iterations))
+    columns = ["trial", VALUE, "warmup_steady", "trial_drift"]
+    arms = {}
+    for cell_id, group in per_trial.sort_values("trial").groupby("cell_id", sort=True):
+        axes = {axis: group[axis].iloc[0] for axis in AXES}
+        arms[cell_id] = axes, {c: group[c].to_numpy() for c in columns if c in group}
+    return arms
+
+
+def _compare_cell(arm_a: dict, arm_b: dict, m: int, confidence: float, rope: float,
+                  min_trials: int) -> dict:
+    (arm_a, n_a), (arm_b, n_b) = usable_arm(arm_a), usable_arm(arm_b)
+    values_a, values_b = (arm[VALUE].astype(float) for arm in (arm_a, arm_b))
+    decided = compare_samples(values_b, values_a, family_size=m, confidence=confidence,
+                              rope=rope, names=("faster", "slower"))
+    check, _ = quietly(sps.brunnermunzel, np.log(values_b), np.log(values_a))
+    reasons = exploratory_reasons(n_a, n_b, min_trials)
+    return {
+        "n_a": values_a.size, "n_b": values_b.size,
+        "time_a_ns": float(np.median(values_a)), "time_b_ns": float(np.median(values_b)),
+        "ratio": decided["ratio_hl"], "ratio_ci_low": decided["ratio_ci_low"],
+        "ratio_ci_high": decided["ratio_ci_high"], "ratio_ci_level": decided["ratio_ci_level"],
+        "family_size": m, "mannwhitney_p": decided["mannwhitney_p"],
+        "p_adjusted": decided["p_adjusted"], "brunnermunzel_p": float(check.pvalue),
+        "rope_low": decided["rope_low"], "rope_high": decided["rope_high"],
+        "verdict": "same" if decided["verdict"] == "equivalent" else decided["verdict"],
+        "exploratory": bool(reasons),
+        "note": "; ".join([decided["verdict_note"], *reasons]),
+    }
+
+
+def _note(row, alpha: float) -> str:
+    """The cell's note, and where the rank check does not confirm a change the interval found."""
+    note = "" if not isinstance(row.note, str) else row.note
+    if row.verdict in ("slower", "faster") and not row.brunnermunzel_p_holm <= alpha:
+        note += ("; the Brunner-Munzel check (unequal spreads) does not confirm it at the same "
+                 f"error rate (Holm p={row.brunnermunzel_p_holm:.2g})")
+    return note
+
+
+def slowdowns(comparison: Comparison, percent: float) -> pd.DataFrame:
+    """The cells confidently slower in B by more than ``percent``: judged slower, and the lower
+    end of their interval (at the family's level) above 1 + percent/100."""
+    cells = comparison.cells
+    return cells[(cells["verdict"] == "slower") & (cells["ratio_ci_low"] > 1 + percent / 100)]
+
+
+# --- what differs between the two runs' environments ---------------------------------------
+
+def environment_differences(a: Run, b: Run) -> list[dict]:
+    """Rows of ``section, framework, item, a, b, differs``: the machine and each framework's
+    image (always listed, so a reader sees they are the same), then every item of the version
+    audit that differs (``versions.diff_versions``), then the analysis plan where it does."""
+    rows = []
+    for section, columns, by_framework in (("machine", MACHINE, False), ("image", IMAGE, True)):
+        for framework in (_frameworks(a, b) if by_framework else [""]):
+            for column, item in columns.items():
+                va, vb = _values(a, column, framework), _values(b, column, framework)
+                if va or vb:
+                    rows.append(_row(section, framework, item, va, vb))
+    for diff in diff_versions(a.versions, b.versions):
+        if diff["item"] not in SHOWN:
+            rows.append(_row("versions", diff["framework"], diff["item"], diff["this_run"],
+                             diff["other_run"]))
+    for key in sorted(set(a.statistics) | set(b.statistics)):
+        va, vb = a.statistics.get(key), b.statistics.get(key)
+        if va != vb:
+            rows.append(_row("analysis plan", "", f"statistics.{key} (A's is used)",
+                             _text(va), _text(vb)))
+    return rows
+
+
+def _row(section: str, framework: str, item: str, a: str, b: str) -> dict:
+    return {"section": section, "framework": framework, "item": item, "a": a, "b": b,
+            "differs": a != b}
+
+
+def _frameworks(a: Run, b: Run) -> list[str]:
+    return sorted(set(a.trials["framework"].astype(str)) | set(b.trials["framework"].astype(str)))
+
+
+def _values(run: Run, column: str, framework: str) -> str:
+    trials = run.trials
+    if column not in trials:
+        return ""
+    if framework:
+        trials = trials[trials["framework"].astype(str) == framework]
+    return " | ".join(sorted({_text(v) for v in trials[column] if not _missing(v)}))
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _text(value) -> str:
+    return "" if value is None else str(value)

@@ -1,0 +1,84 @@
+"""Section 3, Per machine (after Latency): a merged run's origins (fwbench merge), each machine or session
+with its own comparisons, and the pooled ratio only where pooling is valid
+(fwbench.analysis.origins decides). An unmerged run has one origin and no such section."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from fwbench.analysis.claims import wording
+from fwbench.analysis.origins import HETEROGENEITY_ALPHA, origins, pooled_comparisons
+from fwbench.report import tables
+from fwbench.report.formatting import Notes, interval_text, verdict_text
+from fwbench.report.inputs import Inputs
+
+
+def context(numbering: tables.Numbering, data: Inputs) -> dict:
+    names = origins(data.trials)
+    if len(names) < 2:
+        return {"shown": False, "machines": [], "pooled": None}
+    axes = tables.shown_axes(data.comparisons)
+    machines = [_machine(numbering, data, name, axes) for name in names]
+    return {"shown": True, "machines": machines, "pooled": _pooled(numbering, data, axes),
+            "alpha": wording.percent(HETEROGENEITY_ALPHA)}
+
+
+def _machine(numbering: tables.Numbering, data: Inputs, name: str, axes: list[str]) -> dict:
+    trials = data.trials[data.trials["run"].astype(str) == name]
+    started = pd.to_datetime(trials["started_at"], utc=True)
+    facts = {"host": wording.join(wording.unique(trials, "hostname")) or "not recorded",
+             "cpu": wording.join(wording.unique(trials, "cpu_model")) or "not recorded",
+             "cores": wording.join(wording.unique(trials, "cpu_count")) or "not recorded",
+             "gpu": wording.join(wording.unique(trials, "device_name")) or "none",
+             "versions": wording.join(f"{wording.label(f)} {v}" for f, v in _versions(trials)),
+             "dates": f"{started.min():%Y-%m-%d %H:%M} to {started.max():%Y-%m-%d %H:%M} UTC",
+             "trials": len(trials), "ok": int((trials["status"] == "ok").sum())}
+    frame = data.comparisons[data.comparisons["run"].astype(str) == name]
+    notes, rows = Notes(), []
+    for _, row in tables.sorted_rows(frame).iterrows():
+        rows.append([str(row.get(a, "")) for a in axes] + [
+            wording.sig(row["ratio"]),
+            interval_text(row, "ratio_ci_low", "ratio_ci_high", notes, "no interval"),
+            verdict_text(row, notes)])
+    caption = (f"Origin {name}: PyTorch's time over TensorFlow's per matched pair, from this "
+               "origin's trials alone, with its interval at the family's level. "
+               f"{tables.constant(frame, wording.PAIR_AXES)}.")
+    table = tables.table(numbering, f"origin-{name}", caption,
+                         [tables.axis_header(a) for a in axes] + ["Ratio", "Interval",
+                                                                  "Verdict"],
+                         rows, notes, f"Origin {name} compared no pair.",
+                         classes=[""] * len(axes) + ["num", "num", "verdict"])
+    return {"name": name, **facts, "table": table}
+
+
+def _versions(trials: pd.DataFrame) -> list[tuple[str, str]]:
+    if "framework_version" not in trials:
+        return []
+    return [(f, wording.join(wording.unique(g, "framework_version")))
+            for f, g in trials.groupby("framework", sort=True)]
+
+
+def _pooled(numbering: tables.Numbering, data: Inputs, axes: list[str]) -> dict:
+    pooled = pooled_comparisons(data.comparisons)
+    first = data.comparisons.drop_duplicates("pair_id").set_index("pair_id")
+    notes, rows = Notes(), []
+    for _, row in pooled.iterrows():
+        pair = first.loc[row["pair_id"]]
+        ratio = wording.sig(row["ratio"]) if row["pooled"] else notes.missing(
+            "not pooled: the origins disagree")
+        rows.append([str(pair.get(a, "")) for a in axes] + [
+            row["origins"], ratio,
+            interval_text(row, "ratio_ci_low", "ratio_ci_high", notes,
+                          "not pooled: the origins disagree"),
+            wording.fmt_p(row["heterogeneity_p"]) if not wording.missing(
+                row["heterogeneity_p"]) else "",
+            verdict_text(row, notes), row["note"]])
+    caption = ("The origins pooled, pair by pair: the fixed-effect mean of the origins' log "
+               "ratios, only where Cochran's Q test finds no heterogeneity at "
+               f"{wording.percent(HETEROGENEITY_ALPHA)} and no two origins reach opposite "
+               "verdicts; elsewhere each origin's own ratio is the result.")
+    return tables.table(numbering, "origins-pooled", caption,
+                        [tables.axis_header(a) for a in axes] + ["Origins", "Ratio", "Interval",
+                                                                 "Q p", "Verdict", "Note"],
+                        rows, notes, "No pair was compared in two origins.",
+                        classes=[""] * len(axes) + ["", "num", "num", "num", "verdict", "msg"])
