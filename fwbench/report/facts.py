@@ -9,7 +9,7 @@ import pandas as pd
 from fwbench.analysis.claims.wording import join, label, missing, unique
 from fwbench.environment.images import DIGEST
 from fwbench.measure.telemetry.machine import CPU_COLUMNS, GPU_COLUMNS
-from fwbench.report.formatting import span
+from fwbench.report.formatting import count, span
 from fwbench.report.inputs import Inputs
 
 
@@ -23,7 +23,7 @@ def failure_reasons(trials: pd.DataFrame) -> dict:
         parts = []
         for (framework, status), sub in group.groupby(["framework", "status"], sort=True):
             message = first_message(sub)
-            parts.append(f"{label(framework)} {status} in {len(sub)} trial(s)"
+            parts.append(f"{label(framework)} {status} in {count(len(sub), 'trial')}"
                          + (f" ({message})" if message else ""))
         reasons[str(pair_id)] = "; ".join(parts)
     return reasons
@@ -86,6 +86,11 @@ def software(trials: pd.DataFrame) -> list[dict]:
             "iterations": span(ok.get("n_iterations", [])),
             "warmup": span(ok.get("warmup_iterations", [])),
         })
+        row = rows[-1]
+        row["sentence"] = (
+            f"{row['label']} {row['version']} ran with {row['threads_intra']} intra-op and "
+            f"{count(row['threads_inter'], 'inter-op thread')} ({row['threads_requested']} "
+            f"requested), in {row['mode']} mode, layout {row['layout']}.")
     return rows
 
 

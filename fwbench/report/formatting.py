@@ -5,12 +5,13 @@ when that is not the nominal 95 %. Numbers are written as the verdicts write the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pandas as pd
 
 from fwbench.analysis.claims import wording
-from fwbench.analysis.claims.wording import fmt_interval, missing, percent, sig
+from fwbench.analysis.claims.wording import count, fmt_interval, missing, percent, sig  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,26 @@ def level_sentence(level) -> str:
 
 
 def verdict_text(row, notes: Notes):
-    verdict = cell_text(row, "verdict", notes, "no verdict recorded")
+    """A comparison's verdict in words ("PyTorch faster"), tagged when exploratory."""
+    verdict = cell_text(row, "verdict", notes, "no verdict recorded",
+                        lambda v: wording.OUTCOME_LABELS.get(str(v), str(v)))
     exploratory = row.get("exploratory")
     if not isinstance(verdict, NotMeasured) and not missing(exploratory) and bool(exploratory):
         return f"{verdict} (exploratory)"
     return verdict
+
+
+# Paths a reader has no use for and that name a machine: a virtual environment's or a package's
+# location is shown from the environment's folder on; temporary and home folders are redacted.
+_PATH_REDACTIONS = [
+    (re.compile(r"(?<![\w.~])/(?:[^\s/:;,]+/)*?(\.venv|site-packages|dist-packages)/"), r"\1/"),
+    (re.compile(r"(?<![\w.~])/(?:var/)?tmp(?:/[^\s:;,]*)?"), "[temporary folder]"),
+    (re.compile(r"(?<![\w.~])/(?:home/[^\s/:;,]+|root)(?=/|\b)"), "~"),
+]
+
+
+def redact(text: str) -> str:
+    """``text`` with temporary and home paths redacted and environment paths made relative."""
+    for pattern, replacement in _PATH_REDACTIONS:
+        text = pattern.sub(replacement, text)
+    return text

@@ -48,12 +48,17 @@ class Inputs:
     memory_comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)
     latency: pd.DataFrame = field(default_factory=pd.DataFrame)
     iterations: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # The analysis plan (the config's `statistics` block) and, when the statistics wrote one,
+    # the analysis without the trials of a quality class beside the primary one.
+    statistics: dict = field(default_factory=dict)
+    sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def load_inputs(inputs: dict) -> Inputs:
+def load_inputs(inputs: dict, statistics: dict | None = None) -> Inputs:
     """Read the tables named by the workflow; a missing or empty one becomes an empty frame.
 
-    Of the iterations table only what the latency distribution draws is read.
+    Of the iterations table only what the latency distribution draws is read. ``statistics``
+    is the analysis plan in force (the config's block; the schema's defaults when not given).
     """
     frames, problems = {}, {}
     for name in ("trials", "cells", "cell_stats", "comparisons", "tests"):
@@ -66,7 +71,7 @@ def load_inputs(inputs: dict) -> Inputs:
     frames["comparisons"] = _with_unmeasured_pairs(frames["comparisons"], pairs)
     for name in ("ablation", "gaps", "profiles", "scaling", "strategies", "flops",
                  "telemetry_trace", "epochs", "confusion", "memory", "memory_comparisons",
-                 "latency"):  # optional, e.g. no ablation
+                 "latency", "sensitivity"):  # optional, e.g. no ablation
         if inputs.get(name) is not None:
             frames[name], problem = _read_table(inputs[name], name)
             if problem:
@@ -82,7 +87,16 @@ def load_inputs(inputs: dict) -> Inputs:
         problems["versions"] = problem
     if inputs.get("versions") is not None:
         frames["versions_path"] = str(inputs["versions"])
-    return Inputs(**frames, problems=problems)
+    plan = statistics if statistics is not None else default_statistics()
+    return Inputs(**frames, problems=problems, statistics=dict(plan))
+
+
+def default_statistics() -> dict:
+    """The analysis plan of a config that sets none: the schema's defaults."""
+    from fwbench.plan.config import load_schema
+
+    spec = load_schema()["properties"]["statistics"]["properties"]
+    return {key: value["default"] for key, value in spec.items() if "default" in value}
 
 
 ITERATION_COLUMNS = ["run", "cell_id", "pair_id", "framework", "trial", "iteration", "time_ns"]

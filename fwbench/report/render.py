@@ -14,7 +14,9 @@ Usage::
                   "versions": "results/default/audit/versions.csv"},  # optional
                  html="results/default/report/report.html",
                  pdf="results/default/report/report.pdf",
-                 figures="results/default/report/figures", run="default")
+                 figures="results/default/report/figures", run="default",
+                 statistics=config["statistics"],  # the analysis plan in force
+                 data="results/default/report/data")  # the data appendices, CSV and HTML
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from fwbench import SOURCE_DIR, __version__
 from fwbench.files import staged_directory, write_atomic
+from fwbench.report import datafiles, outline
 from fwbench.report.facts import failure_reasons, run_facts, software
 from fwbench.report.figures.style import Figure
 from fwbench.report.inputs import Inputs, load_inputs, source_date_epoch
@@ -41,9 +44,11 @@ from fwbench.report.sections import (
     latency,
     memory,
     method,
+    origins,
     reproduction,
     results,
     threats,
+    unmeasured,
     warnings,
     why,
 )
@@ -63,31 +68,37 @@ def make_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figure
             **latency.figures(data, folder), **reproduction.figures(data, folder, failures)}
 
 
-def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: int) -> dict:
+def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: int,
+                  data_href: str = "data") -> dict:
     """Everything the template shows, as plain dicts of text: one entry per section, its
-    tables numbered in document order."""
+    tables numbered in document order; ``data_href`` is where the data appendices lie."""
     numbering = Numbering()
     reasons = failure_reasons(data.trials)
     soft = software(data.trials)
     facts = run_facts(data, run, epoch)
     # The sections are built in document order: each numbers its tables as it is built.
     context = {"facts": facts, "software": soft, "warnings": warnings.context(data, soft),
-               "method": method.context(numbering, data, soft),
+               "method": method.context(numbering, data, soft, facts),
                "results": results.context(numbering, data, reasons),
                "why": why.context(numbering, data),
                "accuracy": accuracy.context(numbering, data),
                "distributed": distributed.context(numbering, data),
                "memory": memory.context(numbering, data),
                "latency": latency.context(numbering, data),
+               "origins": origins.context(numbering, data),
                "claims": reproduction.context(numbering, data, figures),
                "figures": {key: figure_entry(numbering, f, href) for key, f in figures.items()},
                "audit": audit.context(numbering, data, run),
                "failures": failures.context(numbering, data),
                "tests": hypothesis_tests.context(numbering, data),
-               "threats": threats.context(data, facts)}
+               "threats": threats.context(data, facts),
+               "data_href": data_href}
     context["abstract"] = abstract.context(data, facts, soft, context["claims"],
                                            context["failures"])
-    return {**context, "title": "PyTorch and TensorFlow, measured: " + (facts["run"] or "run"),
+    context["unmeasured"] = unmeasured.context(figures, context)
+    references, cite = outline.bibliography()
+    return {**context, **outline.outline(context), "references": references, "cite": cite,
+            "title": "PyTorch and TensorFlow, measured: " + (facts["run"] or "run"),
             "created": datetime.fromtimestamp(epoch, timezone.utc).strftime(
                 "%Y-%m-%dT%H:%M:%SZ"),
             "generator": f"fwbench {__version__}",
@@ -119,6 +130,14 @@ def render_html(context: dict) -> str:
     return _environment().get_template(TEMPLATE).render(**context)
 
 
+def render_data_page(name: str, title: str, description: str, columns: list[str],
+                     rows: list) -> str:
+    """One data appendix as an HTML page of its own (report/templates/data.html.j2)."""
+    return _environment().get_template("data.html.j2").render(
+        title=title, description=description, columns=columns, rows=rows, csv=f"{name}.csv",
+        css=(REPORT_DIR / "style.css").read_text())
+
+
 @contextmanager
 def _source_date_epoch(epoch: int):
     old = os.environ.get("SOURCE_DATE_EPOCH")
@@ -141,24 +160,54 @@ def render_pdf(html: str, base_url: Path, epoch: int) -> bytes:
         return document.write_pdf(pdf_identifier=f"fwbench-{epoch}".encode())
 
 
-def build_report(inputs: dict, *, html: str, pdf: str, figures: str, run: str) -> None:
-    """Write the report's HTML, its PDF and the figures folder both reference.
+def build_report(inputs: dict, *, html: str, pdf: str, figures: str, run: str,
+                 statistics: dict | None = None, data: str | None = None) -> None:
+    """Write the report's HTML, its PDF, the figures folder both reference and the data
+    appendices (CSV and HTML, in ``data``: by default report/data beside the HTML).
 
     ``inputs`` maps iterations, trials, cells (parquet) and cell_stats, comparisons, tests (CSV)
-    to paths; optionally ablation, gaps, profiles, scaling, strategies, flops, telemetry_trace
-    and ``versions``, the version audit's versions.csv (rules/audit.smk), whose
-    diff-<other>.csv files beside it are shown when present. Every output is written
-    atomically; the PDF's date is the end of the last trial, so the same inputs give a
+    to paths; optionally ablation, gaps, profiles, scaling, strategies, flops, telemetry_trace,
+    sensitivity and ``versions``, the version audit's versions.csv (rules/audit.smk), whose
+    diff-<other>.csv files beside it are shown when present. ``statistics`` is the analysis
+    plan in force (the config's block), which the method section prints. Every output is
+    written atomically; the PDF's date is the end of the last trial, so the same inputs give a
     byte-identical PDF.
     """
-    data = load_inputs(inputs)
-    epoch = source_date_epoch(data.trials)
+    tables = load_inputs(inputs, statistics)
+    epoch = source_date_epoch(tables.trials)
     html_path, figures_dir = Path(html), Path(figures)
+    data_dir = Path(data) if data else html_path.parent / "data"
     href = Path(os.path.relpath(figures_dir, html_path.parent)).as_posix()
+    data_href = Path(os.path.relpath(data_dir, html_path.parent)).as_posix()
     with staged_directory(figures_dir) as stage:
-        drawn = make_figures(data, stage, failure_reasons(data.trials))
-    context = build_context(data, run=run, figures=drawn, href=href, epoch=epoch)
-    text = render_html(context)
-    document = render_pdf(text, html_path.parent, epoch)
+        drawn = make_figures(tables, stage, failure_reasons(tables.trials))
+    context = build_context(tables, run=run, figures=drawn, href=href, epoch=epoch,
+                            data_href=data_href)
+    with staged_directory(data_dir) as stage:
+        written = datafiles.write_data_files(stage, data_appendices(tables, context),
+                                             render_data_page)
+    context["data_files"] = {name: f.links(data_href) for name, f in written.items()}
+    text = render_html({**context, "print": False})
+    # The PDF names the data appendices rather than linking them: a link would carry this
+    # machine's absolute path.
+    document = render_pdf(render_html({**context, "print": True}), html_path.parent, epoch)
     write_atomic(html_path, text.encode())
     write_atomic(Path(pdf), document)
+
+
+def data_appendices(data: Inputs, context: dict) -> dict:
+    """The data appendices, name -> (title, description, frame); the appendices link them."""
+    return {
+        "claims": ("Every published claim", "Every quantitative claim of the five papers with "
+                   "its verdict, what this run measured and what differs from the paper's "
+                   "setting.", datafiles.claims_frame(context["claims"]["rows"])),
+        "tests": ("Every hypothesis test", "Every hypothesis test the statistics ran "
+                  "(stats/tests.csv), with its family, p-values and decision.", data.tests),
+        "versions": ("Version audit", "Every item the version audit recorded per framework "
+                     "environment: image, framework build, loaded libraries, environment "
+                     "variables and every installed package (audit/versions.csv); temporary "
+                     "and home paths redacted.", audit.redacted(data.versions)),
+        "trials": ("Every trial", "One row per trial (tables/trials.parquet): its cell, "
+                   "status, timings, settings and provenance; paths redacted.",
+                   audit.redacted(data.trials)),
+    }

@@ -119,6 +119,12 @@ def with_level(interval: str, level, uniform=None) -> str:
     return f"{interval} at {percent(level)}"
 
 
+def count(n, noun: str, plural: str | None = None) -> str:
+    """"1 trial", "8 trials", "2–3 trials": a count with its noun in the right number (never
+    "trial(s)"); ``n`` may be a number or a span's text."""
+    return f"{n} {noun if str(n) == '1' else plural or noun + 's'}"
+
+
 def label(framework) -> str:
     return FRAMEWORK_LABELS.get(str(framework), str(framework))
 

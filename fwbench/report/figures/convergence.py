@@ -174,7 +174,8 @@ def confusion_matrices(confusion, folder: Path, *, key: str, title: str, which: 
             matrix = counts.to_numpy(dtype=float)
             correct = matrix.trace() / max(matrix.sum(), 1)
             ax.set_title(f"{style.FRAMEWORK_LABELS.get(framework, framework)}: "
-                         f"{part['trial'].nunique()} trial(s), {100 * correct:.1f} % correct",
+                         f"{style.wording.count(part['trial'].nunique(), 'trial')}, "
+                         f"{100 * correct:.1f} % correct",
                          fontsize=8)
         fig.colorbar(mesh, ax=list(panels), shrink=0.7, label="share of the true class")
         file = style.save(fig, folder, f"{key}.svg")

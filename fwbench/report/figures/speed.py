@@ -46,7 +46,8 @@ def relative_time(comparisons, failures: dict, folder: Path, *, key="relative_ti
     caption = (f"{title}: PyTorch's median time divided by TensorFlow's, per matched pair "
                f"({len(frame)} pairs; {fixed}). Left of 1: PyTorch faster. Bars: the ratio's "
                "confidence interval; colour: the verdict of the comparison. Log scale."
-               + (f" Hollow markers and dashed bars: {hints} exploratory comparison(s), whose "
+               + (" Hollow markers and dashed bars: "
+                  f"{style.wording.count(hints, 'exploratory comparison')}, whose "
                   "verdict is a hint only (too few trials, or unsteady or drifting ones)."
                   if hints else ""))
     return style.Figure(key, title, caption, file=file, source=source)

@@ -51,7 +51,8 @@ def memory_vs_batch(memory, folder: Path, *, key="memory_vs_batch",
                "interval of the median. Process peak RSS includes each framework's own "
                "libraries, hundreds of MB before any model; the device peak is the framework "
                "allocator's on a GPU. ")
-    caption += (f"Crosses at the top: {len(oom.drop_duplicates('cell_id'))} cell(s) ran out of "
+    crossed = style.wording.count(len(oom.drop_duplicates("cell_id")), "cell")
+    caption += (f"Crosses at the top: {crossed} ran out of "
                 "memory in some trial." if len(oom) else "No cell ran out of memory.")
     return style.Figure(key, title, caption, file=file)
 

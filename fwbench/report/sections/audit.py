@@ -10,7 +10,7 @@ import pandas as pd
 
 from fwbench import __version__
 from fwbench.analysis.claims import wording
-from fwbench.report.formatting import Notes
+from fwbench.report.formatting import Notes, redact
 from fwbench.report.inputs import Inputs
 from fwbench.report.tables import Legend, Numbering, table
 
@@ -39,27 +39,29 @@ AUDIT_COLUMNS = {
 
 
 def audit_table(numbering: Numbering, data: Inputs) -> dict:
+    """Every provenance value the trials recorded, one column per framework."""
     trials, notes, rows = data.trials, Notes(), []
+    frameworks = wording.unique(trials, "framework")
     for column, title in AUDIT_COLUMNS.items():
-        for framework in wording.unique(trials, "framework") or [""]:
+        values = []
+        for framework in frameworks or [""]:
             if column not in trials:
-                value = notes.missing(f"the trials table has no `{column}` column; the trial's "
-                                      "env.json side file may hold it")
-            else:
-                part = trials[trials["framework"].astype(str) == framework]
-                value = wording.join(_audit_values(part[column])) or notes.missing(
-                    f"no trial recorded its {title}")
-            rows.append([title, wording.label(framework), value])
-    for name, version in builder_versions().items():
-        rows.append([name, "report builder", version])
-    return table(numbering, "audit", "Version audit: every provenance value the trials "
-                 "recorded, per framework, and the software that built this report.",
-                 ["Item", "Recorded by", "Value"], rows, notes, "No trial recorded provenance.",
-                 classes=["", "", "id"])
+                values.append(notes.missing(f"the trials table has no `{column}` column; the "
+                                            "trial's env.json side file may hold it"))
+                continue
+            part = trials[trials["framework"].astype(str) == framework]
+            values.append(redact(wording.join(_audit_values(part[column]))) or notes.missing(
+                f"no trial recorded its {title}"))
+        rows.append([title, *values])
+    built = ", ".join(f"{name} {version}" for name, version in builder_versions().items())
+    return table(numbering, "audit", "Provenance every trial recorded, per framework. This "
+                 f"report was built with {built}.",
+                 ["Item", *[wording.label(f) for f in frameworks or ["value"]]], rows, notes,
+                 "No trial recorded provenance.", classes=["", *["id"] * max(len(frameworks), 1)])
 
 
 def _audit_values(series: pd.Series) -> list[str]:
-    return sorted({str(v) for v in series if not wording.missing(v)})
+    return sorted({wording.text(v) for v in series if not wording.missing(v)})
 
 
 # The versions table's items (fwbench.analysis.versions.audit_items), grouped for reading, in order.
@@ -82,40 +84,57 @@ def _audit_group(item: str) -> int:
 
 
 def versions_table(numbering: Numbering, data: Inputs) -> dict:
-    """The audit's versions table (results/<run>/audit/versions.csv): one column per framework
-    environment, one row per item; an item with several values in one environment gives each
-    with its trial count."""
+    """The version audit summarised: the items that differ between the framework environments,
+    the loaded libraries and packages counted; every item is in the linked data appendix."""
     frame, notes, legend, rows = data.versions, Notes(), Legend("E"), []
     needed = {"framework", "environment", "item", "value"}
     environments = []
     if not frame.empty and needed <= set(frame.columns):
         environments = sorted(set(zip(frame["framework"], frame["environment"])))
     columns = [f"{wording.label(f)} ({legend.cite([f'`{e}`'])})" for f, e in environments]
+    same, counted = 0, {}
     if environments:
         first_seen = {item: i for i, item in reversed(list(enumerate(frame["item"])))}
         items = sorted(first_seen, key=lambda item: (_audit_group(item), first_seen[item]))
         cells = {}
         for (framework, environment, item), group in frame.groupby(
                 ["framework", "environment", "item"], sort=False):
-            cells[(framework, environment, item)] = _audit_cell(group)
-        group_index = None
+            cells[(framework, environment, item)] = redact(_audit_cell(group))
         for item in items:
-            if _audit_group(item) != group_index:
-                group_index = _audit_group(item)
-                rows.append({"group": AUDIT_GROUPS[group_index]})
             values = [cells.get((f, e, item), "—") for f, e in environments]
-            same = ([] if len(environments) < 2 else
-                    ["same" if "—" not in values and len(set(values)) == 1 else "differs"])
-            rows.append([item, *values, *same])
-    caption = ("Versions per framework environment, from the version audit (versions.csv, one "
-               "row per item as every trial's env.json recorded it); where the trials of one "
-               "environment disagree, each value is given with its number of trials; — where "
-               "an environment did not record the item. The environments are listed below the "
-               "table.")
-    return table(numbering, "versions", caption,
-                 ["Item", *columns] + (["In all"] if len(environments) > 1 else []), rows,
-                 notes, "The versions table has no rows: no trial's env.json was audited.",
-                 classes=["id", *["id"] * len(columns), ""], legend=legend)
+            if len(environments) > 1 and "—" not in values and len(set(values)) == 1:
+                same += 1
+                continue
+            if _audit_group(item) in COUNTED_GROUPS:
+                counts = counted.setdefault(_audit_group(item), [0] * len(environments))
+                for i, value in enumerate(values):
+                    counts[i] += value != "—"
+                continue
+            rows.append([item, *values])
+        for group, counts in sorted(counted.items()):
+            rows.append([f"{AUDIT_GROUPS[group].lower()} (different or in one only)",
+                         *[str(n) for n in counts]])
+    caption = (f"What differs between the framework environments in the version audit: "
+               f"{same} items are the same in all, and are not listed; the loaded libraries "
+               "and installed packages that differ are counted. Every item, each with its "
+               "value, is in the data appendix Version audit; — where an environment did not "
+               "record the item. The environments are listed below the table.")
+    return table(numbering, "versions", caption, ["Item", *columns], rows, notes,
+                 "The versions table has no rows: no trial's env.json was audited.",
+                 classes=["id", *["id"] * len(columns)], legend=legend)
+
+
+# Groups summarised by a count (their items are in the data appendix).
+COUNTED_GROUPS = (2, 5)
+
+
+def redacted(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with temporary and home paths redacted in every text column."""
+    frame = frame.copy()
+    for column in frame.columns:
+        if frame[column].dtype == object:
+            frame[column] = [redact(v) if isinstance(v, str) else v for v in frame[column]]
+    return frame
 
 
 def _audit_cell(group: pd.DataFrame) -> str:

@@ -1,47 +1,55 @@
-"""Appendix C, Every hypothesis test: tests.csv as the statistics wrote it, grouped by the family
-its p-values are corrected in."""
+"""Appendix C, Every hypothesis test: how many tests of each kind the statistics ran and what
+they decided; every test, with its p-values, is in the data appendix (tests.csv and .html).
+
+A paper's test is shown only where the run measured that paper's experiment: florencio2019's
+normality and paired tests belong to its LeNet-5 runs at batch 100, not to a default sweep."""
 
 from __future__ import annotations
+
+import pandas as pd
 
 from fwbench.analysis.claims import wording
 from fwbench.report.formatting import Notes
 from fwbench.report.inputs import Inputs
-from fwbench.report.tables import Legend, Numbering, table
+from fwbench.report.tables import Numbering, table
 
-TEST_DETAIL = ["scope", "hypothesis", "test", "variant", "n", "estimate", "p", "p_corrected",
-               "decision"]
+# Tests replicated from a paper, and the trials that make up that paper's experiment.
+PAPER_EXPERIMENTS = {"florencio2019": {"model": "lenet5", "batch_size": "100"}}
+
+
+def fitting_tests(data: Inputs) -> pd.DataFrame:
+    """The tests that fit this run's data: a paper's own only where its experiment ran."""
+    frame = data.tests
+    if frame.empty or "source" not in frame:
+        return frame
+    keep = pd.Series(True, index=frame.index)
+    for paper, select in PAPER_EXPERIMENTS.items():
+        if wording.select_rows(data.trials, select).empty:
+            keep &= frame["source"].astype(str) != paper
+    return frame[keep]
 
 
 def context(numbering: Numbering, data: Inputs) -> dict:
-    frame, notes, legend = data.tests, Notes(), Legend("N")
-    columns = [c for c in TEST_DETAIL if c in frame] or list(frame.columns)
-    has_note = "note" in frame
-    groups = frame.groupby("family", sort=False) if "family" in frame else [(None, frame)]
+    """The tests counted by source, test and variant, with what they decided."""
+    frame = fitting_tests(data)
+    keys = [k for k in ("source", "test", "variant") if k in frame]
     rows = []
-    for family, group in groups:
-        if family is not None:
-            rows.append({"group": str(family)})
-        for _, row in group.iterrows():
-            note = row["note"] if has_note and not wording.missing(row["note"]) else ""
-            rows.append([_test_value(row, c, notes) for c in columns]
-                        + ([legend.cite([note] if note else [])] if has_note else []))
+    if keys and "decision" in frame:
+        for key, group in frame.fillna({k: "" for k in keys}).groupby(keys, sort=True):
+            key = key if isinstance(key, tuple) else (key,)
+            decisions = group["decision"].fillna("").replace("", "no decision").value_counts()
+            rows.append([*map(str, key), str(len(group)),
+                         "; ".join(f"{n} {_decision(d)}" for d, n in sorted(decisions.items()))])
     why = data.problems.get("tests", "the statistics ran no test")
-    return table(numbering, "tests-all", "Every hypothesis test, as the statistics wrote it "
-                 "(tests.csv), grouped by the family its p-values are corrected in; — where "
-                 "the test gives no such value.",
-                 [c.replace("_", " ") for c in columns] + (["Note"] if has_note else []),
-                 rows, notes, f"No test: {why}.",
-                 classes=["num" if c in ("n", "estimate", "p", "p_corrected") else
-                          "id" if c == "scope" else "" for c in columns] + [""], legend=legend)
+    return table(numbering, "tests", "Hypothesis tests by source, test and variant, with what "
+                 "they decided. Every test, with its family, p-values and note, is in the data "
+                 "appendix Every hypothesis test.", [k.capitalize() for k in keys]
+                 + ["Tests", "Decisions"], rows, Notes(), f"No test: {why}.",
+                 classes=[""] * len(keys) + ["num", ""])
 
 
-def _test_value(row, column: str, notes: Notes):
-    value = row[column]
-    if column == "decision" and not wording.missing(value) and wording.is_exploratory(row):
-        return f"{value} (exploratory)"
-    if wording.missing(value):
-        return "" if column in ("note", "variant") else "—"
-    if isinstance(value, float):
-        return wording.fmt_p(value) if column.lower().startswith("p") or column.endswith("_p") \
-            else wording.sig(value)
-    return str(value)
+def _decision(decision: str) -> str:
+    """A decision in words: a verdict code becomes its label ("PyTorch faster")."""
+    for code, words in wording.OUTCOME_LABELS.items():
+        decision = decision.replace(code, words)
+    return decision

@@ -14,8 +14,34 @@ from fwbench.report.inputs import Inputs
 
 
 def context(numbering: tables.Numbering, data: Inputs) -> dict:
+    tested, untested = varying_comparisons(data)
     return {"table": memory_table(numbering, data),
-            "comparisons": memory_comparison_table(numbering, data)}
+            "comparisons": memory_comparison_table(numbering, data, tested),
+            "untested": untested}
+
+
+# A peak that moves less than this between trials (IQR over median, on both sides) is a value
+# to report, not a quantity to test: its interval has no width and any difference "decides".
+STEADY_SPREAD = 0.01
+
+
+def varying_comparisons(data: Inputs):
+    """The memory comparisons whose peak varies between trials, and why the others are left
+    untested ("" when none is)."""
+    frame, cells = data.memory_comparisons, data.memory
+    if frame.empty or cells.empty or not {"iqr_bytes", "median_bytes"} <= set(cells.columns):
+        return frame, ""
+    spread = (cells["iqr_bytes"].astype(float) / cells["median_bytes"].astype(float))
+    varies = (cells.assign(_varies=spread >= STEADY_SPREAD)
+              .groupby(["pair_id", "metric"])["_varies"].any())
+    keep = [bool(varies.get((str(p), str(m)), True))
+            for p, m in zip(frame["pair_id"], frame["metric"])]
+    kept = frame[keep]
+    if len(kept) == len(frame):
+        return kept, ""
+    return kept, (f"in {len(frame) - len(kept)} of {len(frame)} pairs the peak varies by less "
+                  f"than {wording.percent(STEADY_SPREAD)} between trials (interquartile range "
+                  "over median) on both sides, so it is reported per cell and not tested")
 
 
 def figures(data: Inputs, folder: Path) -> dict[str, Figure]:
@@ -73,9 +99,10 @@ def memory_table(numbering: tables.Numbering, data: Inputs) -> dict:
                   legend=legend))
 
 
-def memory_comparison_table(numbering: tables.Numbering, data: Inputs) -> dict:
-    """Per matched pair and peak: PyTorch's median over TensorFlow's, decided as time is."""
-    frame, notes = tables.sorted_rows(data.memory_comparisons, ["metric"]), formatting.Notes()
+def memory_comparison_table(numbering: tables.Numbering, data: Inputs, tested) -> dict:
+    """Per matched pair and peak whose memory varies: PyTorch's median over TensorFlow's,
+    decided as time is."""
+    frame, notes = tables.sorted_rows(tested, ["metric"]), formatting.Notes()
     axes = tables.shown_axes(frame)
     rows = []
     for _, row in frame.iterrows():

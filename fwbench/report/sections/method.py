@@ -7,40 +7,57 @@ import pandas as pd
 
 from fwbench.analysis.claims import wording
 from fwbench.analysis.trial_quality import adjacency_summary, steadiness_summary
-from fwbench.report.facts import column_or_none, is_native, machine_columns, pinned, rows_where
-from fwbench.report.formatting import Notes, NotMeasured, span
+from fwbench.report.facts import column_or_none, is_native, pinned, rows_where
+from fwbench.report.formatting import Notes, NotMeasured, count, span
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import machine, plan
+from fwbench.report.sections.hypothesis_tests import fitting_tests
 from fwbench.report.tables import Numbering, table
 
 
-def context(numbering: Numbering, data: Inputs, soft: list[dict]) -> dict:
-    """The method section: its two tables, numbered in document order, and its facts."""
+def context(numbering: Numbering, data: Inputs, soft: list[dict], facts: dict) -> dict:
+    """The method section: its tables, numbered in document order, and its sentences."""
     return {"settings": settings_table(numbering, soft),
-            "stack": stack_differences(numbering, data.trials), **method(data)}
+            "stack": stack_differences(numbering, data.trials),
+            "plan": plan.plan_table(numbering, data.statistics),
+            "sensitivity": plan.sensitivity_table(numbering, data),
+            "sweep": sweep_sentence(facts), "machine": machine.describe(data.trials),
+            **plan.statistics_sentences(data), **method(data, soft)}
 
 
-HARDWARE_COLUMNS = ["cpu_model", "cpu_count", "device_name", "driver", "platform", "hostname"]
+def sweep_sentence(facts: dict) -> str:
+    """What the sweep crossed, each axis in the right number."""
+    def axis(values: list[str], noun: str, plural: str | None = None) -> str:
+        return f"{noun if len(values) == 1 else plural or noun + 's'} " \
+               f"{wording.join(values) or 'none'}"
+
+    return (f"The sweep crosses the {axis(facts['experiments'], 'experiment')}, "
+            f"{wording.join(facts['frameworks']) or 'no framework'}, the "
+            f"{axis(facts['models'], 'model')}, the {axis(facts['phases'], 'phase')}, the "
+            f"{axis(facts['devices'], 'device')}, {axis(facts['batch_sizes'], 'batch size')}, "
+            f"{axis(facts['precisions'], 'precision')}, the "
+            f"{axis(facts['modes'], 'execution-mode pair')} and the "
+            f"{axis(facts['profiles'], 'settings profile')}: {facts['n_cells']} cells forming "
+            f"{facts['n_pairs']} matched pairs (the same cell in both frameworks).")
 
 
-def method(data: Inputs) -> dict:
+def method(data: Inputs, soft: list[dict]) -> dict:
     trials, comparisons = data.trials, data.comparisons
-    shown = HARDWARE_COLUMNS + machine_columns(trials)
-    hardware = {c: wording.join(wording.unique(trials, c)) for c in shown
-                if wording.unique(trials, c)}
-    corrections = [name for column, name in (("p_adjusted", "Bonferroni"), ("holm_p", "Holm"),
-                                             ("bh_p", "Benjamini-Hochberg"))
-                   if column in comparisons]
+    per_cell = span(trials.groupby("cell_id").size()) if "cell_id" in trials else "no"
+    kept = "; ".join(f"{s['label']} trials kept {count(s['iterations'], 'timed iteration')} "
+                     f"after {count(s['warmup'], 'warm-up iteration')}" for s in soft)
+    hints = (sum(wording.is_exploratory(r) for _, r in comparisons.iterrows())
+             if "exploratory" in comparisons else 0)
     return {
-        "hardware": hardware,
-        "hardware_missing": [c for c in shown if c not in hardware],
-        "trials_per_cell": span(trials.groupby("cell_id").size()) if "cell_id" in trials
-        else "none",
+        "repetitions": f"Cells had {count(per_cell, 'trial')}" + (f"; {kept}." if kept else "."),
         "interleaved": "run_order" in trials,
         "ratio_methods": wording.unique(comparisons, "ratio_method"),
-        "corrections": corrections,
-        "families": wording.unique(data.tests, "family"),
-        "exploratory": sum(wording.is_exploratory(r) for _, r in comparisons.iterrows())
-        if "exploratory" in comparisons else 0,
+        "families": len(wording.unique(fitting_tests(data), "family")),
+        "exploratory": (f"{count(hints, 'comparison')} {'is' if hints == 1 else 'are'} "
+                        "exploratory (too few usable trials on a side, or trials that never "
+                        "reached a steady warm-up or drift within their timed iterations): "
+                        "their verdicts, and every claim judged from them, are labelled as "
+                        "hints, not findings." if hints else ""),
         "pairs": _adjacency_sentence(adjacency_summary(trials)),
         "steadiness": _steadiness_sentence(steadiness_summary(trials, data.cell_stats,
                                                               comparisons)),
@@ -78,8 +95,9 @@ def _steadiness_sentence(summary: dict) -> str:
             f"warm-up and {summary['drifting']} drift within their timed iterations "
             f"({summary['drift_source']})")
     if summary["comparisons"]:
-        sentence += (f"; the {summary['comparisons']} comparison(s) that had such a trial left it "
-                 f"out, and {summary['exploratory']} of them kept too few trials for a verdict")
+        sentence += (f"; the {count(summary['comparisons'], 'comparison')} that had such a "
+                     f"trial left it out, and {summary['exploratory']} of them kept too few "
+                     "trials for a verdict")
     return sentence + "."
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fwbench.analysis.claims import VERDICTS, evaluate_claim, load_claims, wording
+from fwbench.analysis.claims import PAPERS, VERDICTS, evaluate_claim, load_claims, wording
 from fwbench.analysis.claims.florencio import TELEMETRY_LABELS, telemetry_absent
 from fwbench.analysis.claims.real_data import no_real_data
 from fwbench.report.figures import convergence, papers, speed, style
@@ -22,8 +22,7 @@ from fwbench.report.tables import Numbering
 def context(numbering: Numbering, data: Inputs, drawn: dict) -> dict:
     """The claims table with each verdict, and per paper its figures and those left out."""
     return {**claims_section(numbering, data), "paper_figures": PAPER_FIGURES,
-            "left_out": {paper: _left_out(drawn, keys) for paper, keys in
-                         PAPER_FIGURES.items()}}
+            "paper_order": PAPERS}
 
 
 def figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figure]:
@@ -32,7 +31,12 @@ def figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figure]:
             **_tian_figures(data, folder)}
 
 
+UNJUDGED = ("not measured", "untestable")
+
+
 def claims_section(numbering: Numbering, data: Inputs) -> dict:
+    """The claims this run judged (in the paper's setting or another), in one table; those it
+    could not judge grouped by reason in a second; every claim in the data appendix."""
     catalog = load_claims()
     rows, per_paper, counts = [], {}, {v: 0 for v in VERDICTS}
     hints = {v: 0 for v in VERDICTS}
@@ -42,21 +46,45 @@ def claims_section(numbering: Numbering, data: Inputs) -> dict:
         counts[result["verdict"]] += 1
         hints[result["verdict"]] += bool(result["exploratory"])
         row = {**claim, **result, "verdict_class": result["verdict"].replace(" ", "-"),
+               "published_values": claim.get("published_values", []),
                "differences": " ".join([*result["notes"], claim["differences"]]).strip()}
         rows.append(row)
         per_verdict = per_paper.setdefault(claim["paper"], {v: [0, 0] for v in VERDICTS})
         per_verdict[result["verdict"]][0] += 1
         per_verdict[result["verdict"]][1] += bool(result["exploratory"])
-    table = {"key": "claims", "number": numbering.next("table"),
-             "caption": "Every quantitative claim of the five papers: the paper's words and where "
-                        "they stand, what was published, what this run measured, the verdict, "
-                        "and what may explain a difference. A verdict marked exploratory was "
-                        "drawn from comparisons or trials too few, unsteady or drifting to "
-                        "confirm anything: it is a hint for the next run, not a finding."}
+    judged = [r for r in rows if r["verdict"] not in UNJUDGED]
+    table = {"key": "claims", "number": numbering.next("table") if judged else None,
+             "caption": "The claims this run could judge: the paper's words and where they "
+                        "stand, what was published, what this run measured and the status. A "
+                        "claim is confirmed or contradicted only where the run measured the "
+                        "paper's setting; otherwise it was measured in another setting, and "
+                        "the row says what differs. A status marked exploratory rests on "
+                        "comparisons or trials too few, unsteady or drifting to confirm "
+                        "anything."}
+    unjudged = _unjudged_groups([r for r in rows if r["verdict"] in UNJUDGED])
+    unjudged_table = {"rows": unjudged, "number": numbering.next("table") if unjudged else None,
+                      "caption": "The claims this run could not judge, grouped by the reason. "
+                                 "Each claim's words, published value and test are in the data "
+                                 "appendix Every published claim."}
     per_paper = {paper: ", ".join(tally(v, n, hint) for v, (n, hint) in per_verdict.items() if n)
                  for paper, per_verdict in per_paper.items()}
-    return {"table": table, "rows": rows, "counts": counts, "exploratory": hints,
-            "papers": catalog["papers"], "per_paper": per_paper}
+    n_unjudged = sum(len(g["ids"]) for g in unjudged)
+    sentence = (f"Of the {len(rows)} published claims, {n_unjudged} could not be judged from "
+                f"this run (Table {unjudged_table['number']} gives why)." if n_unjudged else "")
+    return {"table": table, "rows": rows, "judged": judged, "counts": counts,
+            "exploratory": hints, "papers": catalog["papers"], "per_paper": per_paper,
+            "unjudged_table": unjudged_table, "unjudged_sentence": sentence}
+
+
+def _unjudged_groups(rows: list[dict]) -> list[dict]:
+    """Claims not judged, grouped by status and reason (said once per group)."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for row in rows:
+        reason = row["ours"].removeprefix("not measured in this run: ").removeprefix(
+            "untestable: ")
+        groups.setdefault((row["verdict"], reason), []).append(row["id"])
+    return [{"verdict": verdict, "verdict_class": verdict.replace(" ", "-"), "reason": reason,
+             "ids": ids} for (verdict, reason), ids in groups.items()]
 
 
 def tally(verdict: str, n: int, exploratory: int) -> str:
@@ -73,17 +101,6 @@ PAPER_FIGURES = {
     "tian2020": ["tian_times", "tian_accuracy", "tian_confusion"],
     "sumanjali2024": [],
 }
-
-
-def _left_out(drawn: dict, keys: list[str]) -> list[dict]:
-    """The figures of ``keys`` that were not drawn, those sharing a reason said once."""
-    groups: dict[str, list[Figure]] = {}
-    for key in keys:
-        if drawn[key].file is None:
-            groups.setdefault(drawn[key].reason, []).append(drawn[key])
-    return [{"titles": "; ".join(f"{f.title} ({f.source})" if f.source else f.title
-                                 for f in group), "reason": reason}
-            for reason, group in groups.items()]
 
 
 def _preferred(trials: pd.DataFrame, select: dict) -> pd.DataFrame:

@@ -20,9 +20,13 @@ from fwbench.report.inputs import Inputs
 
 def context(numbering: tables.Numbering, data: Inputs, failures: dict) -> dict:
     """The results' tables in document order; ``failures``: pair id -> why it is incomplete."""
+    peaks = data.flops.get("peak_flops", [])
     return {"comparisons": comparison_table(numbering, data, failures),
             "cells": cell_table(numbering, data, failures),
-            "tests_summary": tests_summary_table(numbering, data, "Appendix C")}
+            "failed_pairs": (f"The {wording.count(len(failures), 'pair')} whose trials failed "
+                             "are kept and marked as not measured, with the reason."
+                             if failures else ""),
+            "peak_known": any(not wording.missing(p) for p in peaks)}
 
 
 def figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figure]:
@@ -197,22 +201,3 @@ def _cell_remarks(row, shared: list[str]) -> list[str]:
     if not wording.missing(row.get("status")) and str(row["status"]) != "ok":
         parts.append(f"{row['status']}: {row.get('message', '')}".strip(": "))
     return parts
-
-
-def tests_summary_table(numbering: tables.Numbering, data: Inputs, appendix: str) -> dict:
-    """How many tests of each kind ran and what they decided; the appendix lists each."""
-    frame = data.tests
-    keys = [k for k in ("source", "test", "variant") if k in frame]
-    rows = []
-    if keys and "decision" in frame:
-        for key, group in frame.fillna({k: "" for k in keys}).groupby(keys, sort=True):
-            key = key if isinstance(key, tuple) else (key,)
-            decisions = group["decision"].fillna("").replace("", "no decision").value_counts()
-            rows.append([*map(str, key), str(len(group)),
-                         "; ".join(f"{n} {d}" for d, n in sorted(decisions.items()))])
-    why = data.problems.get("tests", "the statistics ran no test")
-    return tables.table(numbering, "tests", "Hypothesis tests by source, test and variant, with "
-                        f"what they decided; {appendix} lists every test with its p-values and "
-                        "notes.", [k.capitalize() for k in keys] + ["Tests", "Decisions"], rows,
-                        formatting.Notes(), f"No test: {why}.",
-                        classes=[""] * len(keys) + ["num", ""])

@@ -8,6 +8,7 @@ import pandas as pd
 
 from fwbench.analysis.claims import wording
 from fwbench.report.facts import column_or_none, is_native, machine_columns, pinned, rows_where
+from fwbench.report.formatting import count
 from fwbench.report.inputs import Inputs
 
 
@@ -21,18 +22,19 @@ def context(data: Inputs, soft: list[dict]) -> list[str]:
         out.append(f"This run mixes workflow commits: {listed}. Trials measured by different "
                    "code are compared as if they were one run; re-run the older trials.")
     if "git_commit" in trials and trials["git_commit"].isna().any():
-        out.append(f"{int(trials['git_commit'].isna().sum())} trial(s) recorded no workflow "
+        out.append(f"{count(int(trials['git_commit'].isna().sum()), 'trial')} recorded no workflow "
                    "commit (git could not tell).")
     if "git_dirty" in trials and trials["git_dirty"].fillna(False).astype(bool).any():
         n = int(trials["git_dirty"].fillna(False).astype(bool).sum())
-        out.append(f"{n} trial(s) ran from a work tree with uncommitted changes: their commit "
-                   "does not identify the code that measured them.")
+        out.append(f"{count(n, 'trial')} ran from a work tree with uncommitted changes: their "
+                   "commit does not identify the code that measured them.")
     if "measured_together" in trials and "pair_id" in trials:
         apart = trials[trials["measured_together"].eq(False)]["pair_id"].dropna().unique()
         if len(apart):
-            out.append(f"{len(apart)} cell group(s) were not measured together (a partial "
-                       "re-run measured one side later, or out of the planned order), so drift "
-                       "can favour one framework: "
+            were = "was" if len(apart) == 1 else "were"
+            out.append(f"{count(len(apart), 'cell group')} {were} not measured together (a "
+                       "partial re-run measured one side later, or out of the planned order), "
+                       "so drift can favour one framework: "
                        + wording.join(f"`{p}`" for p in sorted(apart)[:5])
                        + (" …" if len(apart) > 5 else "") + ".")
     threads = {s["threads_intra"] for s in soft}
@@ -65,7 +67,7 @@ def machine_warnings(trials: pd.DataFrame) -> list[str]:
         groups = sorted(differs[differs > 1].index)
         if groups:
             out.append(f"The machine's {column.replace('_', ' ')} changed between trials of "
-                       f"{len(groups)} cell group(s) "
+                       f"{count(len(groups), 'cell group')} "
                        f"({wording.join(wording.unique(values, column))}), e.g. "
                        f"`{groups[0]}`: its frameworks did not run on the same machine state.")
     if "machine_note" in trials and trials["machine_note"].notna().any():
@@ -84,12 +86,13 @@ def unpinned_warnings(trials: pd.DataFrame) -> list[str]:
                                    for c, d in zip(trials["container"], digests)])
     keys = [unpinned["framework"].astype(str), unpinned["container"].astype(str)]
     for (framework, image), group in unpinned.groupby(keys, sort=True):
-        out.append(f"{len(group)} {wording.label(framework)} trial(s) ran in the unpinned image "
+        trials_of = count(len(group), f"{wording.label(framework)} trial")
+        out.append(f"{trials_of} ran in the unpinned image "
                    f"`{image}`: no sha256 digest is on record, so the image that measured them "
                    "cannot be identified. Pin it (`make pin-images`), commit "
                    "containers/images.lock and re-run these trials.")
     unknown = int(trials["container"].isna().sum())
     if unknown:
-        out.append(f"{unknown} trial(s) recorded no environment (no env.json beside the "
+        out.append(f"{count(unknown, 'trial')} recorded no environment (no env.json beside the "
                    "result): whether they ran natively or in a pinned image is unknown.")
     return out

@@ -1,0 +1,70 @@
+"""The report's data appendices: tables too long for a paper (every hypothesis test, every
+package of the version audit, every trial, every claim), written beside the report as CSV, to
+read with any tool, and as HTML, to read in the browser; the PDF summarises each and links it.
+
+Each file is written from the frame the report read, so nothing is lost by leaving the paper.
+The HTML pages write their numbers through the report's formatting (``wording.sig``); the CSV
+keeps every value as the table holds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from fwbench.analysis.claims import wording
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One data appendix: ``name``.csv and ``name``.html in the report's data folder."""
+
+    name: str
+    title: str
+    description: str
+    rows: int
+
+    def links(self, href: str) -> dict:
+        return {"title": self.title, "csv": f"{href}/{self.name}.csv",
+                "html": f"{href}/{self.name}.html", "rows": self.rows,
+                "description": self.description}
+
+
+def write_data_files(folder: Path, frames: dict[str, tuple[str, str, pd.DataFrame]],
+                     render_page) -> dict[str, DataFile]:
+    """Write each ``name -> (title, description, frame)`` as CSV and HTML into ``folder``;
+    ``render_page(name, title, description, columns, rows)`` lays out the HTML page."""
+    written = {}
+    for name, (title, description, frame) in frames.items():
+        frame = frame.reset_index(drop=True)
+        (folder / f"{name}.csv").write_text(frame.to_csv(index=False, lineterminator="\n"))
+        rows = [[cell(v) for v in row] for row in frame.itertuples(index=False)]
+        (folder / f"{name}.html").write_text(
+            render_page(name, title, description, [str(c) for c in frame.columns], rows))
+        written[name] = DataFile(name, title, description, len(frame))
+    return written
+
+
+def cell(value) -> str:
+    """A table value as the report writes it: numbers to 4 significant digits, nothing for a
+    value that was not recorded."""
+    if wording.missing(value):
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return wording.text(value) if value.is_integer() else wording.sig(value, 4)
+    return str(value)
+
+
+def claims_frame(rows: list[dict]) -> pd.DataFrame:
+    """Every claim with its verdict, as the claims table shows it and more."""
+    return pd.DataFrame([{
+        "id": r["id"], "paper": r["paper"], "quote": r["quote"], "location": r["location"],
+        "figure": r["figure"], "published": r["published"], "ours": r["ours"],
+        "verdict": r["verdict"], "verdict_in_this_setting": r.get("verdict_here", ""),
+        "what_differs": "; ".join(r.get("differs", [])), "exploratory": r["exploratory"],
+        "how_we_test_it": r["how"], "what_may_explain_a_difference": r["differences"],
+    } for r in rows])

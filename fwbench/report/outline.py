@@ -1,0 +1,91 @@
+"""The paper's outline: which sections this run has (a section with nothing measured is left
+out, and "What this run did not measure" says so), their numbers in document order, the table
+of contents, and the bibliography with its citation marks."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import yaml
+
+from fwbench import SOURCE_DIR
+from fwbench.analysis.claims import PAPERS, load_claims
+
+REFERENCES = SOURCE_DIR / "report" / "references.yaml"
+
+# Section 2's subsections, always present.
+METHOD = [("measured", "What was measured"), ("software", "Software and settings"),
+          ("stack", "The two framework environments"), ("hardware", "Hardware"),
+          ("timing", "Repetitions and timing"), ("statistics", "Statistics")]
+
+
+def _results(context: dict) -> list[tuple[str, str]]:
+    """Section 3's subsections that have something measured to show."""
+    figures = context["figures"]
+
+    def drawn(*keys) -> bool:
+        return any(figures[k]["number"] for k in keys)
+
+    present = [
+        ("relative", "Relative time", True),
+        ("cells", "Every cell", True),
+        ("batch", "Batch size", drawn("inference_vs_batch")),
+        ("energy", "Energy, achieved FLOP/s and telemetry", drawn("energy", "flops",
+                                                                  "telemetry")),
+        ("why", "Why: factors, and where the time goes",
+         bool(context["why"]["experiments"]) or drawn("ablation_waterfall", "time_breakdown")
+         or bool(context["why"]["gaps"]["number"])),
+        ("accuracy", "Accuracy and convergence", bool(context["accuracy"]["table"]["number"])),
+        ("distributed", "Beyond one device: scaling and strategies",
+         drawn("scaling") or bool(context["distributed"]["scaling"]["number"])
+         or bool(context["distributed"]["strategies"]["number"])),
+        ("memory", "Memory", bool(context["memory"]["table"]["number"])),
+        ("latency", "Latency", bool(context["latency"]["table"]["number"])),
+        ("origins", "Per machine", context["origins"]["shown"]),
+    ]
+    return [(key, title) for key, title, shown in present if shown]
+
+
+def outline(context: dict) -> dict:
+    """``num``: section key -> its number ("3.2"); ``toc``: the entries of the table of
+    contents, in order, each {id, number, title, level}."""
+    papers = context["claims"]["papers"]
+    top = [("introduction", "Introduction", []),
+           ("method", "Method", METHOD),
+           ("results", "Results", _results(context)),
+           ("reproduction", "Reproduction of the source papers",
+            [(f"paper-{p}", papers[p]["short"]) for p in PAPERS]),
+           ("limits", "Limits of this run", [("unmeasured", "What this run did not measure"),
+                                             ("threats", "Threats to validity")])]
+    num, toc = {}, []
+    for i, (key, title, subsections) in enumerate(top, 1):
+        num[key] = str(i)
+        toc.append({"id": key, "number": str(i), "title": title, "level": 2})
+        for j, (sub, sub_title) in enumerate(subsections, 1):
+            num[sub] = f"{i}.{j}"
+            toc.append({"id": sub, "number": num[sub], "title": sub_title, "level": 3})
+    for letter, (key, _title) in zip("ABC", APPENDICES):
+        num[key] = letter
+    toc.append({"id": "references", "number": "", "title": "References", "level": 2})
+    toc += [{"id": key, "number": f"Appendix {num[key]}", "title": title, "level": 2}
+            for key, title in APPENDICES]
+    return {"num": num, "toc": toc}
+
+
+APPENDICES = [("appendix-audit", "Version audit"), ("appendix-failures", "Failures and trials"),
+              ("appendix-tests", "Every hypothesis test")]
+
+
+@cache
+def bibliography() -> tuple[list[dict], dict[str, str]]:
+    """The references in citation order (the five papers, then the methods) and each key's
+    mark: "[1]"."""
+    catalog = load_claims()
+    with open(REFERENCES) as f:
+        methods = yaml.safe_load(f)
+    entries = [{"key": p, "text": f"{catalog['papers'][p]['authors']}. "
+                                  f"{catalog['papers'][p]['title']}."} for p in PAPERS]
+    entries += [{"key": m["key"], "text": m["text"]} for m in methods]
+    for n, entry in enumerate(entries, 1):
+        entry["mark"] = f"[{n}]"
+    return entries, {e["key"]: e["mark"] for e in entries}

@@ -1,0 +1,77 @@
+"""The machine the trials ran on, described for a person: processors, GPU, operating system,
+host, and the CPU and GPU settings the trials recorded (fwbench.measure.telemetry.machine), in
+words; what the machine did not expose is said once."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from fwbench.analysis.claims import wording
+from fwbench.report.formatting import count
+
+SMT = {"on": "on", "off": "off", "forceoff": "forced off", "notsupported":
+       "not supported by the processor or the virtual machine", "notimplemented":
+       "not reported by the kernel"}
+CPU_SETTINGS = {"cpu_governor": "frequency governor", "cpu_scaling_driver": "scaling driver",
+                "cpu_turbo": "turbo boost"}
+GPU_SETTINGS = {"gpu_power_limit_w": ("power limit", " W"),
+                "gpu_persistence_mode": ("persistence mode", ""),
+                "gpu_applications_clock_sm_mhz": ("application SM clock", " MHz"),
+                "gpu_applications_clock_mem_mhz": ("application memory clock", " MHz"),
+                "gpu_ecc": ("ECC", ""), "gpu_mig": ("MIG", ""),
+                "gpu_compute_mode": ("compute mode", "")}
+
+
+def _values(trials: pd.DataFrame, column: str) -> str:
+    return wording.join(wording.unique(trials, column))
+
+
+def describe(trials: pd.DataFrame) -> str:
+    """A few sentences on the machine; "" when the trials recorded none of it."""
+    out = []
+    cpus, model = _values(trials, "cpu_count"), _values(trials, "cpu_model")
+    if cpus or model:
+        out.append(f"{count(cpus, 'logical processor') if cpus else 'Processors'}"
+                   + (f" ({model})" if model else ""))
+    gpu = _values(trials, "device_name")
+    gpu_used = "device" in trials and trials["device"].astype(str).eq("cuda").any()
+    if gpu:
+        driver = _values(trials, "driver")
+        out.append(f"GPU {gpu}" + (f", NVIDIA driver {driver}" if driver else ""))
+    elif not gpu_used:
+        out.append("no GPU used")
+    system = _values(trials, "platform")
+    if system:
+        out.append(_platform(system))
+    host = _values(trials, "hostname")
+    sentences = [wording.join(out)[:1].upper() + wording.join(out)[1:]
+                 + (f", on the host `{host}`." if host else ".")] if out else []
+    smt = wording.unique(trials, "cpu_smt")
+    if smt:
+        sentences.append("Simultaneous multithreading: "
+                         + wording.join(SMT.get(v, v) for v in smt) + ".")
+    settings = [f"{name} {_values(trials, c)}" for c, name in CPU_SETTINGS.items()
+                if _values(trials, c)]
+    if gpu_used:
+        settings += [f"{name} {_values(trials, c)}{unit}" for c, (name, unit)
+                     in GPU_SETTINGS.items() if _values(trials, c)]
+    if settings:
+        sentences.append(wording.join(settings)[:1].upper() + wording.join(settings)[1:] + ".")
+    hidden = [name for c, name in CPU_SETTINGS.items() if not _values(trials, c)]
+    if hidden:
+        sentences.append(f"The machine does not expose its {wording.join(hidden)}, so the "
+                         "trials could not record them.")
+    return " ".join(sentences) or "The trials recorded no description of the machine."
+
+
+def _platform(text: str) -> str:
+    """"Linux-6.18.44-fc-v657-x86_64-with-glibc2.36" as "Linux 6.18.44 (x86-64, glibc 2.36)"."""
+    found = re.match(r"(Linux|Darwin|Windows)-(\d+(?:\.\d+)*)\S*?-(x86_64|aarch64|arm64|AMD64)"
+                     r"(?:-with-(glibc|libc)(\S+))?$", text)
+    if not found:
+        return text
+    system, release, arch, libc, version = found.groups()
+    arch = arch.replace("x86_64", "x86-64").replace("AMD64", "x86-64")
+    return f"{system} {release} ({arch}" + (f", {libc} {version})" if libc else ")")
