@@ -44,9 +44,11 @@ rule build_report:
             category="Figures",
             labels={"figure": "{name}"},
         ),
+        data=directory(f"{RESULTS}/report/data"),
     log:
         f"logs/{PLAN.run}/build_report.log",
     params:
         run=lookup(dpath="run", within=config),
+        statistics=lookup(dpath="statistics", within=config),
     script:
         "../scripts/build_report.py"

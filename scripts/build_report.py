@@ -5,9 +5,10 @@ sys.stderr = open(snakemake.log[0], "w")
 from fwbench.report.render import build_report
 
 
-def main(inputs, outputs, run):
+def main(inputs, outputs, run, statistics):
     build_report(inputs, html=outputs["html"], pdf=outputs["pdf"], figures=outputs["figures"],
-                 run=run)
+                 data=outputs["data"], run=run, statistics=statistics)
 
 
-main(dict(snakemake.input.items()), dict(snakemake.output.items()), run=snakemake.params.run)
+main(dict(snakemake.input.items()), dict(snakemake.output.items()), run=snakemake.params.run,
+     statistics=dict(snakemake.params.statistics))
