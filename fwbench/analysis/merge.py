@@ -9,7 +9,8 @@ run, trial number, host). The trials table's ``run`` column is therefore the ori
 statistics, keyed by run and cell, treat it as a level: cells.csv and comparisons.csv have one
 row per origin (fwbench.analysis.origins pools them only where that is valid).
 
-The merged folder holds the trials (with their env, telemetry and profile files), the first
+The merged folder holds the trials (with their env and telemetry files; a cell's other files,
+its profiled run or calibration, from the first run that has them), the first
 source's environment/ (the plan names its idle baseline), every source's config and
 environment under origins/<origin>/, origins.csv, and config.yaml: the shared config with
 ``run`` set to the merged run's name and ``trials`` to the sum, which plans exactly the trials
@@ -176,9 +177,9 @@ def _copy_trials(run: _Source, stage: Path) -> None:
             if side != result:
                 shutil.copy2(side, target.with_name(f"trial-{run.offset + k}" +
                                                     side.name.removeprefix(f"trial-{k}")))
-        profile = result.with_name("profile.json")
-        if profile.is_file() and not target.with_name("profile.json").exists():
-            shutil.copy2(profile, target.with_name("profile.json"))
+        for other in result.parent.iterdir():  # the cell's own files (profile, calibration)
+            if not other.name.startswith("trial-") and not target.with_name(other.name).exists():
+                shutil.copy2(other, target.with_name(other.name))
 
 
 def _copy_tree(source: Path, target: Path) -> None:

@@ -1,0 +1,123 @@
+"""`fwbench merge RUN... --into NEW`: the trials of several runs of one config in one run, each
+keeping its origin and its pairs; the analysis per origin and the pooled view only where the
+origins agree; the merged run rebuilds with its section per machine. The runs are copies of the
+reference run's trial files (lenet5 inference at batch 2), one moved to another machine."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from fwbench.analysis.merge import merge_runs
+from fwbench.analysis.origins import pooled_comparisons
+from fwbench.errors import FwbenchError
+from tests.reference_runs import move_machine, slow_down, small_run
+
+CELL = "cells/throughput/cpu/{}/lenet5/infer-b2-1x28x28-fp32-idiomatic-matched"
+
+
+@pytest.fixture
+def sources(tmp_path) -> list[Path]:
+    epyc, xeon = (small_run(tmp_path / "results" / n) for n in ("epyc", "xeon"))
+    move_machine(xeon, hostname="other", cpu_model="Intel Xeon")
+    return [epyc, xeon]
+
+
+def _result(run: Path, framework: str, k: int) -> dict:
+    return json.loads((run / CELL.format(framework) / f"trial-{k}.json").read_text())
+
+
+def test_trials_keep_their_origin_and_their_pairs(sources, tmp_path, capsys):
+    from fwbench.cli import main
+
+    merged = tmp_path / "results" / "both"
+    assert main(["merge", *map(str, sources), "--into", str(merged)]) == 0
+    assert "fwbench rebuild" in capsys.readouterr().err
+    for framework in ("pytorch", "tensorflow"):
+        folder = merged / CELL.format(framework)
+        assert sorted(int(p.name[6:-5]) for p in folder.glob("trial-*[0-9].json")) == \
+            list(range(1, 17))
+        assert len(list(folder.glob("trial-*.env.json"))) == 16
+        for k in (3, 11):  # trial 3 of each source
+            result = _result(merged, framework, k)
+            origin = "epyc" if k <= 8 else "xeon"
+            assert result["run"] == origin and result["trial"] == k
+            assert result["origin"]["trial"] == 3 and result["origin"]["run"] == "default"
+            assert result["iteration_ns"] == _result(sources[k > 8], framework, 3)["iteration_ns"]
+    # a pair stays a pair: trial k of both frameworks came from one source's trial pair
+    assert _result(merged, "pytorch", 11)["origin"] == {
+        **_result(merged, "tensorflow", 11)["origin"], "hostname": "other"}
+    config = yaml.safe_load((merged / "config.yaml").read_text())
+    assert config["run"] == "both" and config["trials"] == 16
+    with open(merged / "origins.csv", newline="") as f:
+        origins = list(csv.DictReader(f))
+    assert [(o["origin"], o["trials"], o["hostname"], o["cpu_model"]) for o in origins] == [
+        ("epyc", "1-8", "vm", "AMD EPYC"), ("xeon", "9-16", "other", "Intel Xeon")]
+    assert (merged / "environment" / "idle.json").is_file()
+    assert (merged / "origins" / "xeon" / "config.yaml").is_file()
+
+
+def test_runs_that_cannot_be_merged_are_refused_before_anything_is_written(sources, tmp_path):
+    into = tmp_path / "results" / "both"
+    other = small_run(tmp_path / "results" / "other")
+    (other / "config.yaml").write_text((other / "config.yaml").read_text().replace(
+        "iterations: 30", "iterations: 50"))
+    with pytest.raises(FwbenchError, match="different configs.*iterations"):
+        merge_runs([sources[0], other], into)
+    (sources[1] / "config.yaml").unlink()
+    with pytest.raises(FwbenchError, match="keeps no config.yaml"):
+        merge_runs(sources, into)
+    lenet_only = tmp_path / "results" / "lenet"
+    small_run(lenet_only)
+    config = yaml.safe_load((lenet_only / "config.yaml").read_text())
+    (lenet_only / "config.yaml").write_text(yaml.safe_dump({**config, "batch_sizes": [2, 4]}))
+    with pytest.raises(FwbenchError, match="different configs.*batch_sizes"):
+        merge_runs([sources[0], lenet_only], into)
+    assert not into.exists()
+
+
+def test_the_pooled_ratio_only_where_the_origins_agree():
+    def origin(run, ratio, low, high, verdict):
+        return {"run": run, "pair_id": "p", "ratio": ratio, "ratio_hl": ratio,
+                "ratio_ci_low": low, "ratio_ci_high": high, "ratio_ci_level": 0.99,
+                "rope_high": 1.05, "verdict": verdict, "exploratory": False}
+
+    agree = pd.DataFrame([origin("a", 0.70, 0.60, 0.80, "pytorch_faster"),
+                          origin("b", 0.72, 0.62, 0.84, "pytorch_faster")])
+    row = pooled_comparisons(agree).iloc[0]
+    assert row["pooled"] and row["verdict"] == "pytorch_faster"
+    assert 0.70 < row["ratio"] < 0.72 and row["ratio_ci_high"] - row["ratio_ci_low"] < 0.2
+    disagree = pd.DataFrame([origin("a", 0.70, 0.60, 0.80, "pytorch_faster"),
+                             origin("b", 1.40, 1.25, 1.55, "tensorflow_faster")])
+    row = pooled_comparisons(disagree).iloc[0]
+    assert not row["pooled"] and row["verdict"] == "not pooled"
+    assert row["heterogeneity_p"] < 0.05 and "the origins disagree" in row["note"]
+    assert pooled_comparisons(agree.iloc[:1]).empty  # one origin: nothing to pool
+
+
+@pytest.mark.slow
+def test_the_merged_run_rebuilds_with_a_section_per_machine(sources, tmp_path):
+    slow_down(sources[1], "pytorch", 2.0)  # the second machine runs PyTorch twice as slowly
+    merged = tmp_path / "results" / "both"
+    merge_runs(sources, merged)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-m", "fwbench", "rebuild", "results/both"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-4000:]
+    trials = pd.read_parquet(merged / "tables" / "trials.parquet")
+    assert trials.groupby("run")["hostname"].unique().map(list).to_dict() == {
+        "epyc": ["vm"], "xeon": ["other"]}
+    comparisons = pd.read_csv(merged / "stats" / "comparisons.csv")
+    ratios = comparisons.set_index("run")["ratio"]
+    assert ratios["xeon"] == pytest.approx(2 * ratios["epyc"], rel=1e-3)  # each origin alone
+    html = (merged / "report" / "report.html").read_text()
+    assert "Per machine" in html and "Origin epyc" in html and "Origin xeon" in html
+    assert "the origins disagree" in html  # 0.72 against 1.44: no pooled ratio
