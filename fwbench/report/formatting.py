@@ -62,11 +62,18 @@ def span(values) -> str:
     return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
 
 
-def with_level(interval, level, uniform=None):
-    """An interval, with its coverage when that is not the nominal 95 % nor said in the caption."""
+def nominal(plan: dict) -> float:
+    """The analysis plan's confidence level: the coverage every interval is meant to have."""
+    value = plan.get("confidence")
+    return float(value) if isinstance(value, (int, float)) else float("nan")
+
+
+def with_level(interval, level, uniform=None, nominal_level: float = float("nan")):
+    """An interval, with its coverage when that is not the plan's level nor said in the
+    caption."""
     if isinstance(interval, NotMeasured):
         return interval
-    return wording.with_level(interval, level, uniform)
+    return wording.with_level(interval, level, uniform, nominal_level)
 
 
 def uniform_level(frame: pd.DataFrame, column: str):
@@ -75,11 +82,18 @@ def uniform_level(frame: pd.DataFrame, column: str):
     return levels.pop() if len(levels) == 1 else None
 
 
-def level_sentence(level) -> str:
-    if level is None or abs(level - 0.95) < 1e-9:
+def level_sentence(level, nominal_level: float) -> str:
+    """What a caption says when every interval of its table falls short of the plan's level."""
+    if level is None or abs(level - nominal_level) < 1e-9:
         return ""
     return (f" Every interval here has {percent(level)} coverage: with so few trials "
-            "95 % cannot be reached.")
+            f"{percent(nominal_level)} cannot be reached.")
+
+
+def level_phrase(uniform, nominal_level: float) -> str:
+    """"at 95 % unless stated": the coverage a caption states for its intervals."""
+    level = uniform if uniform is not None else nominal_level
+    return f"at {percent(level)} unless stated" if level == level else "at the level stated"
 
 
 def verdict_text(row, notes: Notes):

@@ -109,10 +109,10 @@ def percent(level) -> str:
     return f"{100 * float(level):.1f}".rstrip("0").rstrip(".") + " %"
 
 
-def with_level(interval: str, level, uniform=None) -> str:
-    """An interval, with its coverage when that is not the nominal 95 % nor ``uniform`` (the
-    level a table's caption states for every row)."""
-    if missing(level) or abs(float(level) - 0.95) < 1e-9:
+def with_level(interval: str, level, uniform=None, nominal: float = 0.95) -> str:
+    """An interval, with its coverage when that is not the ``nominal`` level (the analysis
+    plan's) nor ``uniform`` (the level a table's caption states for every row)."""
+    if missing(level) or abs(float(level) - nominal) < 1e-9:
         return interval
     if uniform is not None and abs(float(level) - uniform) < 1e-6:
         return interval

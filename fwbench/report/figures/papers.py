@@ -71,7 +71,7 @@ def metric_vs_batch(trials, folder: Path, *, key: str, title: str, column: str, 
                         color=style.FRAMEWORK_COLOURS.get(str(framework), "#444444"), marker="o",
                         markersize=3.5, capsize=2, linewidth=1,
                         label=f"{style.FRAMEWORK_LABELS.get(str(framework), framework)} {model}")
-        ax.set_xscale("log", base=2)
+        style.batch_axis(ax, frame["batch_size"])
         ax.set_xlabel("batch size")
         ax.set_ylabel(label)
         ax.grid(which="both", color="#eeeeee", linewidth=0.5)

@@ -43,9 +43,11 @@ def relative_time(comparisons, failures: dict, folder: Path, *, key="relative_ti
         file = style.save(fig, folder, f"{key}.svg")
     fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(frame).items())
     hints = sum(style.is_exploratory(r) for _, r in frame.iterrows())
-    caption = (f"{title}: PyTorch's median time divided by TensorFlow's, per matched pair "
-               f"({len(frame)} pairs; {fixed}). Left of 1: PyTorch faster. Bars: the ratio's "
-               "confidence interval; colour: the verdict of the comparison. Log scale."
+    band = equivalence_margin(frame)
+    caption = (f"{title}: the time ratio of each matched pair ({len(frame)} pairs; {fixed}) "
+               "with its interval; colour: the verdict of the comparison"
+               + (f"; shaded: the equivalence margin, {style.wording.sig(band[0])}× to "
+                  f"{style.wording.sig(band[1])}×" if band else "") + "."
                + (" Hollow markers and dashed bars: "
                   f"{style.wording.count(hints, 'exploratory comparison')}, whose "
                   "verdict is a hint only (too few trials, or unsteady or drifting ones)."
@@ -55,10 +57,11 @@ def relative_time(comparisons, failures: dict, folder: Path, *, key="relative_ti
 
 def _draw_ratios(ax, frame, failures: dict, varying: list[str]) -> None:
     labels, seen, hints = [], set(), 0
-    finite = [float(v) for c in ("ratio", "ratio_ci_low", "ratio_ci_high") if c in frame
-              for v in frame[c] if not style.missing(v) and float(v) > 0]
-    low = min(finite + [1.0]) / 1.6
-    high = max(finite + [1.0]) * 1.6
+    low, high = style.ratio_limits(
+        [v for c in ("ratio", "ratio_ci_low", "ratio_ci_high") if c in frame for v in frame[c]])
+    band = equivalence_margin(frame)
+    if band:
+        style.equivalence_band(ax, *band)
     for y, (_, row) in enumerate(frame.iterrows()):
         labels.append(style.pair_label(row, varying))
         ratio = row.get("ratio")
@@ -79,16 +82,27 @@ def _draw_ratios(ax, frame, failures: dict, varying: list[str]) -> None:
         seen.add(kind)
         hints += hint
     ax.axvline(1.0, color="black", linewidth=0.8)
-    ax.set_xscale("log")
-    ax.set_xlim(low, high)
+    style.ratio_axis(ax, low, high)
     ax.set_yticks(range(len(labels)), labels)
     ax.set_ylim(len(labels) - 0.5, -0.5)
-    ax.set_xlabel("PyTorch median time / TensorFlow median time (log scale)")
-    ax.grid(axis="x", which="both", color="#dddddd", linewidth=0.5)
+    ax.set_xlabel("PyTorch time / TensorFlow time (log scale)")
+    ax.grid(axis="x", which="major", color="#dddddd", linewidth=0.5)
     handles = verdict_handles([k for k in style.OUTCOME_LABELS if k in seen], hints)
+    if band:
+        from matplotlib.patches import Patch
+
+        handles.append(Patch(color="#009e73", alpha=0.12, label="equivalence margin"))
     if handles:
         ax.figure.legend(handles=handles, loc="outside lower center", frameon=False,
                          ncols=len(handles))
+
+
+def equivalence_margin(frame) -> tuple[float, float] | None:
+    """The margin the verdicts read (the statistics' rope columns), when one holds for all."""
+    bounds = {(float(lo), float(hi)) for lo, hi in zip(frame.get("rope_low", []),
+                                                      frame.get("rope_high", []))
+              if not style.missing(lo) and not style.missing(hi)}
+    return bounds.pop() if len(bounds) == 1 else None
 
 
 # An exploratory comparison is drawn hollow and dashed: a hint, not a verdict.
@@ -118,10 +132,10 @@ def _shorten(text: str, limit: int = 60) -> str:
 
 def speedup_heatmap(comparisons, failures: dict, folder: Path, *,
                     key="speedup_heatmap") -> style.Figure:
-    """PyTorch's speed-up over TensorFlow (TensorFlow's median time / PyTorch's) per model and
-    batch size, one panel per combination of the other axes, on a colour scale symmetric in
-    log: orange where PyTorch is faster, blue where TensorFlow is."""
-    title = "PyTorch's speed-up over TensorFlow"
+    """The time ratio (PyTorch / TensorFlow) per model and batch size, one panel per
+    combination of the other axes, on a colour scale symmetric in log: orange where PyTorch is
+    faster (below 1), blue where TensorFlow is."""
+    title = "Time ratio by model and batch size"
     frame = comparisons if comparisons is not None else pd.DataFrame()
     if frame.empty or "ratio" not in frame or "batch_size" not in frame:
         return style.Figure(key, title, "",
@@ -133,7 +147,7 @@ def speedup_heatmap(comparisons, failures: dict, folder: Path, *,
     rated = [float(r) for r in frame["ratio"] if not style.missing(r) and float(r) > 0]
     if not rated:
         return style.Figure(key, title, "", reason="Not drawn: no matched pair has a ratio.")
-    span = min(max(max(abs(math.log(r)) for r in rated), math.log(1.25)), math.log(4))
+    span = min(max(max(abs(math.log(r)) for r in rated), math.log(2)), math.log(4))
     with rc_context(style.RC):
         models = sorted(frame["model"].astype(str).unique())
         cols = min(2, len(panels))
@@ -148,16 +162,16 @@ def speedup_heatmap(comparisons, failures: dict, folder: Path, *,
         for ax in grid.ravel()[len(panels):]:
             ax.set_visible(False)
         bar = fig.colorbar(image, ax=grid.ravel().tolist(), shrink=0.8)
-        ticks = [t for t in (0.25, 0.5, 0.8, 1.0, 1.25, 2.0, 4.0) if abs(math.log(t)) <= span]
+        ticks = [t for t in style.RATIO_TICKS if abs(math.log(t)) <= span + 1e-9]
         bar.set_ticks([math.log(t) for t in ticks], labels=[f"{t:g}×" for t in ticks])
-        bar.set_label("TensorFlow time / PyTorch time")
+        bar.ax.minorticks_off()
+        bar.set_label("PyTorch time / TensorFlow time")
         file = style.save(fig, folder, f"{key}.svg")
     fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(frame, PANEL_AXES).items())
     hints = sum(style.is_exploratory(r) for _, r in frame.iterrows()
                 if not style.missing(r.get("ratio")))
-    caption = (f"{title}: TensorFlow's median time divided by PyTorch's per model and batch "
-               f"size ({fixed}); above 1 (orange) PyTorch is faster, below 1 (blue) "
-               "TensorFlow is. Bold: a verdict of the statistics (faster or equivalent) that is "
+    caption = (f"{title}: the time ratio per model and batch size ({fixed}); orange where "
+               "PyTorch is faster, blue where TensorFlow is. Bold: a verdict of the statistics (faster or equivalent) that is "
                "not exploratory; plain: inconclusive or exploratory"
                + (f" ({hints} exploratory)" if hints else "")
                + "; a grey cell names why the pair has no ratio.")
@@ -168,8 +182,8 @@ def _colour_map():
     from matplotlib.colors import LinearSegmentedColormap
 
     return LinearSegmentedColormap.from_list(
-        "fwbench_speedup", [style.FRAMEWORK_COLOURS["tensorflow"], "#ffffff",
-                            style.FRAMEWORK_COLOURS["pytorch"]])
+        "fwbench_ratio", [style.FRAMEWORK_COLOURS["pytorch"], "#ffffff",
+                          style.FRAMEWORK_COLOURS["tensorflow"]])
 
 
 def _draw_heatmap(ax, part: pd.DataFrame, models: list[str], span: float, failures: dict):
@@ -184,10 +198,10 @@ def _draw_heatmap(ax, part: pd.DataFrame, models: list[str], span: float, failur
             ax.text(j, i, _short(failures.get(row["pair_id"], "not measured")), ha="center",
                     va="center", fontsize=5.5, color="#444444")
             continue
-        grid[i, j] = -math.log(float(ratio))   # log of TensorFlow / PyTorch
+        grid[i, j] = math.log(float(ratio))   # log of PyTorch / TensorFlow
         decided = (str(row.get("verdict")) in ("pytorch_faster", "tensorflow_faster",
                                                "equivalent") and not style.is_exploratory(row))
-        ax.text(j, i, f"{1 / float(ratio):.2f}", ha="center", va="center", fontsize=6.5,
+        ax.text(j, i, style.wording.sig(float(ratio), 2), ha="center", va="center", fontsize=6.5,
                 fontweight="bold" if decided else "normal")
     masked = np.ma.masked_invalid(grid)
     image = ax.imshow(masked, cmap=_colour_map().with_extremes(bad="#dddddd"), vmin=-span,
@@ -278,10 +292,12 @@ def time_vs_batch(cell_stats, folder: Path, *, key="inference_vs_batch", phase="
                              f"{frame['batch_size'].nunique() if not frame.empty else 0}.")
     devices = sorted(frame["device"].astype(str).unique())
     with rc_context(style.RC):
-        fig = style.new_figure(6.8, 2.6)
+        fig = style.new_figure(6.8, 2.8)
         axes = fig.subplots(1, len(devices), squeeze=False)[0]
         for ax, device in zip(axes, devices):
             _draw_per_sample(ax, frame[frame["device"].astype(str) == device], device)
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside right upper", frameon=False)
         file = style.save(fig, folder, f"{key}.svg")
     caption = (f"{title}: median {phase} time of one batch divided by the batch size, per model "
                "and framework, with the confidence interval of the median. Log-log scale.")
@@ -313,10 +329,9 @@ def _draw_per_sample(ax, frame, device: str) -> None:
         else:
             ax.plot(batch, per, color=colour, marker=marker, markersize=3.5, linewidth=1,
                     label=label)
-    ax.set_xscale("log", base=2)
+    style.batch_axis(ax, frame["batch_size"])
     ax.set_yscale("log")
     ax.set_xlabel("batch size")
-    ax.set_ylabel("time per sample (ms)")
+    ax.set_ylabel("time per sample (ms, log scale)")
     ax.set_title(f"device: {device}")
     ax.grid(which="both", color="#eeeeee", linewidth=0.5)
-    ax.legend(frameon=False)

@@ -130,6 +130,47 @@ def _empty():
     return pd.DataFrame()
 
 
+# The ticks of every ratio axis (PyTorch time / TensorFlow time, log scale): 0.5×, 0.67×, 1×,
+# 1.5× and 2× always, wider ones only where the data reach them.
+RATIO_TICKS = (0.25, 0.33, 0.5, 0.67, 1.0, 1.5, 2.0, 3.0, 4.0)
+
+
+def ratio_limits(values) -> tuple[float, float]:
+    """Limits of a ratio axis: 0.5× to 2× at least, wider where a value needs it."""
+    finite = [float(v) for v in values if not missing(v) and float(v) > 0]
+    return min(finite + [0.5 * 1.05]) / 1.05, max(finite + [2.0 / 1.05]) * 1.05
+
+
+def ratio_axis(ax, low: float, high: float, which: str = "x") -> None:
+    """A log ratio axis from ``low`` to ``high`` with RATIO_TICKS written "0.67×"."""
+    from matplotlib.ticker import NullLocator
+
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    (ax.set_xlim if which == "x" else ax.set_ylim)(low, high)
+    ticks = [t for t in RATIO_TICKS if low <= t <= high]
+    axis.set_ticks(ticks, [f"{t:g}×" for t in ticks])
+    axis.set_minor_locator(NullLocator())
+
+
+def equivalence_band(ax, low: float, high: float) -> None:
+    """The equivalence margin a verdict reads, shaded behind the data of a ratio axis."""
+    ax.axvspan(low, high, color="#009e73", alpha=0.12, linewidth=0, zorder=0,
+               label="equivalence margin")
+
+
+def batch_axis(ax, batches) -> None:
+    """A log₂ batch-size axis labelled with the batch sizes themselves (2, 4, 8; never 2¹)."""
+    from matplotlib.ticker import NullLocator
+
+    batches = sorted({int(b) for b in batches})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(batches, [str(b) for b in batches])
+    ax.xaxis.set_minor_locator(NullLocator())
+    if len(batches) == 1:
+        ax.set_xlim(batches[0] / 1.5, batches[0] * 1.5)
+
+
 def draw_points(ax, part, rows: dict, framework: str, offset: float, value, lo, hi,
                 label: bool = True) -> None:
     """``part``'s points at their pairs' rows, each with its interval (none where a bound is

@@ -97,7 +97,9 @@ def telemetry_trace(trace, folder: Path, *, key="telemetry_trace", chosen: str =
                             color="#009e73" if source == "gpu" else "#333333")
             ax.set_ylabel(label)
             ax.grid(color="#eeeeee", linewidth=0.5)
-            ax.legend(loc="upper left", frameon=False, fontsize=6)
+            if "%" in label:  # utilization from 0 to 100 %: never a cut axis
+                ax.set_ylim(0, 105)
+            ax.legend(loc="lower left", bbox_to_anchor=(1.0, 0.0), frameon=False, fontsize=6)
         axes[-1].set_xlabel("seconds from the cold-start iteration")
         handles = [_phase_patch(name) for name in markers["marker"] if name in PHASE_SHADES]
         if handles:

@@ -88,7 +88,8 @@ def _draw_memory(ax, part: pd.DataFrame, title: str) -> None:
             ax.plot([float(row["batch_size"])], [top], "x", markersize=6, clip_on=False,
                     color=style.FRAMEWORK_COLOURS.get(str(row["framework"]), "#444444"))
         ax.plot([], [], "x", color="#444444", label="out of memory")
-    ax.set_xscale("log", base=2)
+    style.batch_axis(ax, part["batch_size"])
+    ax.set_ylim(bottom=0)  # from zero: a cut axis would make a few MiB look large
     ax.set_xlabel("batch size")
     ax.set_ylabel("peak memory (MiB)")
     ax.set_title(title)

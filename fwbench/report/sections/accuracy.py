@@ -79,7 +79,8 @@ ACCURACY_TABLE = {
 
 
 def _median_text(values, column: str, notes: formatting.Notes, reason: str, uniform=None):
-    """The median over trials with its interval (and coverage when not 95 %), as text."""
+    """The median over trials with its interval (and coverage when not the table's), as
+    text."""
     fmt = metric_format(column)
     m = _median_interval(values)
     if not m["n"]:
@@ -136,9 +137,11 @@ def accuracy_table(numbering: tables.Numbering, data: Inputs) -> dict:
                "excluded, as tian2020 subtracts them) to the target accuracy "
                f"{wording.join(wording.unique(frame, 'target_accuracy')) or '(none set)'} "
                "over the trials that reached it, and the epoch experiment's test accuracy after "
-               "training; each with the distribution-free interval of the median over trials (95 % "
-               "unless stated; — where the experiment does not measure it)."
-               f"{formatting.level_sentence(uniform)} Epochs per trial: "
+               "training; each with the distribution-free interval of the median over trials ("
+               f"{formatting.level_phrase(uniform, formatting.nominal(data.statistics))}; — "
+               "where the experiment does not measure it)."
+               f"{formatting.level_sentence(uniform, formatting.nominal(data.statistics))} "
+               "Epochs per trial: "
                f"{formatting.span(frame.get('n_epochs', []))}. Data: {data_sources(data.trials)}. "
                f"{tables.constant(frame, wording.TRAINING_AXES)}.")
     return tables.table(numbering, "accuracy", caption,

@@ -68,7 +68,7 @@ def scaling_table(numbering: tables.Numbering, data: Inputs) -> dict:
     caption = ("Scaling efficiency of every strategy at N devices or processes against one: "
                "E(N) = X(N) / (N × X(1)), where X is a trial's throughput (per-device batch × N "
                "/ median step time: weak scaling), with the Hodges-Lehmann interval of E (at "
-               "least 95 % unless stated); speed-up X(N) / X(1). Verdict: near-linear when the "
+               "the level stated); speed-up X(N) / X(1). Verdict: near-linear when the "
                f"whole interval is at or above {wording.join(threshold) or 'the threshold'}, "
                "sub-linear when it is below, else inconclusive." + _fixed(frame))
     absent = tables.absent_reason(data, "scaling", distributed_absent(data.trials, NO_SCALING))
@@ -101,8 +101,8 @@ def strategy_table(numbering: tables.Numbering, data: Inputs) -> dict:
                                           lambda _: faster_text(r["faster"]))])  # noqa: B023
     caption = ("The two strategies of each framework at the same number of devices: the "
                "multi-process strategy's throughput (samples/s, median over trials) over the "
-               "single-process one's, with the Hodges-Lehmann interval of the ratio (at least "
-               "95 % unless stated); above 1: the multi-process strategy is faster. A strategy "
+               "single-process one's, with the Hodges-Lehmann interval of the ratio (at the "
+               "level stated); above 1: the multi-process strategy is faster. A strategy "
                "is named faster only when the interval excludes 1 at the nominal level."
                + _fixed(frame))
     absent = tables.absent_reason(data, "strategies",

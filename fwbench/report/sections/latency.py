@@ -51,8 +51,8 @@ def latency_table(numbering: tables.Numbering, data: Inputs) -> dict:
     phase = "inference " if "phase" in frame and (frame["phase"].astype(str) == "infer").all() \
         else ""
     caption = (f"Latency per {phase}cell: the 50th, 90th and 99th percentile of single "
-               "iterations (one batch each) pooled over the ok trials, each with its 95 % "
-               "percentile-bootstrap interval (in brackets, same unit) that draws whole "
+               "iterations (one batch each) pooled over the ok trials, each with its "
+               f"{_levels(frame)}percentile-bootstrap interval (in brackets, same unit) that draws whole "
                "trials, and the iterations (trials) behind them. "
                f"{tables.constant(frame, wording.PAIR_AXES)}."
                + tables.every_cell(shared))
@@ -63,3 +63,9 @@ def latency_table(numbering: tables.Numbering, data: Inputs) -> dict:
                   rows, notes, f"No latency percentiles: {why}.",
                   classes=[""] * len(axes) + ["", "num", "num", "num", "num", ""],
                   legend=legend))
+
+
+def _levels(frame) -> str:
+    """The bootstrap intervals' coverage as the statistics recorded it ("95 % "), else ""."""
+    levels = [wording.percent(v) for v in wording.unique(frame, "ci_level")]
+    return f"{wording.join(levels)} " if levels else ""

@@ -66,6 +66,7 @@ def memory_table(numbering: tables.Numbering, data: Inputs) -> dict:
     frame, notes = tables.sorted_rows(data.memory, ["framework", "metric"]), formatting.Notes()
     axes = tables.shown_axes(frame)
     uniform = formatting.uniform_level(frame, "ci_level")
+    nominal = formatting.nominal(data.statistics)
     shared, own = tables.remarks(frame)
     legend = tables.Legend("M")
     rows = []
@@ -77,7 +78,7 @@ def memory_table(numbering: tables.Numbering, data: Inputs) -> dict:
             formatting.cell_text(row, "median_bytes", notes, failed, _mib),
             formatting.with_level(formatting.interval_text(row, "ci_low_bytes", "ci_high_bytes",
                                                            notes, failed, _mib),
-                                  row.get("ci_level"), uniform),
+                                  row.get("ci_level"), uniform, nominal),
             formatting.interval_text(row, "min_bytes", "max_bytes", notes, failed, _mib),
             f"{wording.text(row['n_values'])}/{wording.text(row['n_trials'])}",
             legend.cite(own_remarks),
@@ -85,15 +86,15 @@ def memory_table(numbering: tables.Numbering, data: Inputs) -> dict:
     peaks = "; ".join(f"{PEAK_NAMES[m]}: {what}" for m, what in METRICS.items()
                       if m in set(frame.get("metric", [])))
     caption = ("Peak memory per cell in MiB: the median over ok trials with its interval "
-               "(95 % unless stated), the range over trials, and the trials that recorded it. "
+               f"({formatting.level_phrase(uniform, nominal)}), the range over trials, and the trials that recorded it. "
                f"{peaks}. {tables.constant(frame, wording.PAIR_AXES)}."
-               f"{formatting.level_sentence(uniform)}"
+               f"{formatting.level_sentence(uniform, nominal)}"
                + tables.every_cell(shared))
     why = data.problems.get("memory", "the trials recorded no peak memory")
     return tables.without_empty_remarks(tables.table(numbering, "memory", caption,
-                  [tables.axis_header(a) for a in axes] + ["Framework", "Peak", "Median",
-                                                           "Interval", "Range", "Trials",
-                                                           "Remarks"],
+                  [tables.axis_header(a) for a in axes] + ["Framework", "Peak", "Median (MiB)",
+                                                           "Interval (MiB)", "Range (MiB)",
+                                                           "Trials", "Remarks"],
                   rows, notes, f"No peak memory: {why}.",
                   classes=[""] * len(axes) + ["", "", "num", "num", "num", "num", ""],
                   legend=legend))
@@ -117,8 +118,8 @@ def memory_comparison_table(numbering: tables.Numbering, data: Inputs, tested) -
     caption = ("PyTorch's median peak memory over TensorFlow's per matched pair (above 1: "
                "PyTorch uses more), with the statistics of time: the Hodges-Lehmann interval of "
                "the log peaks at the Bonferroni level of its family (experiment, device, phase, "
-               "peak), the exact Mann-Whitney p raw and adjusted, and the verdict against "
-               f"±5 % equivalence. {tables.constant(frame, wording.PAIR_AXES)}.")
+               "peak), the exact Mann-Whitney p raw and adjusted, and the verdict against the "
+               f"equivalence margin. {tables.constant(frame, wording.PAIR_AXES)}.")
     why = data.problems.get("memory_comparisons", "no pair has a peak on both sides")
     return tables.table(numbering, "memory-comparisons", caption,
                         [tables.axis_header(a) for a in axes] + ["Peak", "Ratio", "Interval", "p",

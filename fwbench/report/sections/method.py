@@ -105,10 +105,11 @@ def settings_table(numbering: Numbering, soft: list[dict]) -> dict:
     rows = [[s["label"], s["version"], s["threads_intra"], s["threads_inter"],
              s["threads_requested"], s["mode"], s["layout"], str(s["trials"]), s["iterations"],
              s["warmup"]] for s in soft]
-    return table(numbering, "settings", "Settings in force, as each trial recorded them.",
-                 ["Framework", "Version", "Intra-op threads", "Inter-op threads",
-                  "Threads requested", "Execution mode", "Layout", "Trials",
-                  "Timed iterations per trial", "Warm-up iterations"],
+    return table(numbering, "settings", "Settings in force, as each trial recorded them: "
+                 "intra-op and inter-op threads in force and threads requested, execution "
+                 "mode, layout, trials, and the timed and warm-up iterations per trial.",
+                 ["Framework", "Version", "Intra-op", "Inter-op", "Requested", "Mode",
+                  "Layout", "Trials", "Timed", "Warm-up"],
                  rows, Notes(), "No trial recorded its settings.")
 
 

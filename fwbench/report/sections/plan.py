@@ -36,7 +36,7 @@ def plan_value(key: str, value) -> str:
 
 
 def plan_table(numbering: tables.Numbering, plan: dict) -> dict:
-    rows = [[f"`{key}`", MEANINGS.get(key, key.replace("_", " ")), plan_value(key, value)]
+    rows = [[key, MEANINGS.get(key, key.replace("_", " ")), plan_value(key, value)]
             for key, value in plan.items()]
     return tables.table(numbering, "plan", "The analysis plan: the config's `statistics` "
                         "block, fixed before the trials ran.", ["Key", "Meaning", "Value"],

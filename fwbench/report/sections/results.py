@@ -65,6 +65,7 @@ def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) 
     level_column = ("ratio_ci_family_level" if "ratio_ci_family_level" in frame
                     else "ratio_ci_level")
     uniform = formatting.uniform_level(frame, level_column)
+    joint = formatting.nominal(data.statistics)
     per_row_method = len(methods) > 1  # one method for all: said once, in the caption
     rows = []
     for _, row in frame.iterrows():
@@ -75,8 +76,8 @@ def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) 
             rows.append(cells + [reason] * (7 if per_row_method else 6))
             continue
         method = [formatting.cell_text(row, "ratio_method", notes, "no interval method recorded")]
-        level = row.get(level_column)  # said only when the family falls short of 95 %
-        level = level if not wording.missing(level) and float(level) < 0.95 - 1e-9 else None
+        level = row.get(level_column)  # said only when the family falls short of the plan
+        level = level if not wording.missing(level) and float(level) < joint - 1e-9 else None
         interval = formatting.interval_text(row, "ratio_ci_low", "ratio_ci_high", notes,
                                             "no interval computed")
         if (level is not None and float(level) <= 0
@@ -84,7 +85,7 @@ def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) 
             interval, level = f"{interval} (no joint coverage)", None
         rows.append(cells + [
             formatting.cell_text(row, "ratio", notes, no_ratio, wording.sig),
-            formatting.with_level(interval, level, uniform),
+            formatting.with_level(interval, level, uniform, joint),
             *(method if per_row_method else []),
             formatting.cell_text(row, "mannwhitney_p", notes, "too few trials for a test",
                                  wording.fmt_p),
@@ -95,13 +96,11 @@ def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) 
         ])
     interval = (f" Interval: {methods[0]}." if len(methods) == 1 else
                 "" if methods else " No interval method was recorded.")
-    caption = ("PyTorch/TensorFlow ratio of median times per matched pair, with its interval, "
-               "the Mann-Whitney U test on the trials' medians (raw, and Bonferroni-adjusted "
-               "within the family: at most 0.05 exactly when the interval excludes 1) and "
-               "Cliff's delta (above 0: PyTorch slower). The intervals of one family (experiment, "
-               "device, phase) hold together at 95 % unless stated, each at 1 − 0.05/m for the "
-               f"family's m comparisons; the verdict reads the interval alone.{interval}"
-               f"{_family_level_sentence(uniform)} "
+    caption = ("The time ratio per matched pair with its interval, the Mann-Whitney U test on "
+               "the trials' values (raw, and adjusted within the family) and Cliff's delta "
+               "(above 0: PyTorch slower). The intervals of one family hold together "
+               f"{formatting.level_phrase(None, joint)} (Section 2.6); the verdict reads the "
+               f"interval alone.{interval}{_family_level_sentence(uniform, joint)} "
                f"{tables.constant(frame, wording.PAIR_AXES)}.")
     why = data.problems.get("comparisons", "no matched pair was compared")
     return tables.table(numbering, "comparisons", caption,
@@ -113,13 +112,13 @@ def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) 
                         + ["num", "num", "", ""])
 
 
-def _family_level_sentence(level) -> str:
-    if level is None or level > 0.95 - 1e-9:
+def _family_level_sentence(level, joint: float) -> str:
+    if level is None or not level < joint - 1e-9:
         return ""
     together = (f"hold together at only {wording.percent(level)}" if level > 0 else
                 "have no guaranteed joint coverage")
-    return (f" With so few trials 95 % cannot be reached: each family's intervals {together}, "
-            "and none decides a verdict.")
+    return (f" With so few trials {wording.percent(joint)} cannot be reached: each family's "
+            f"intervals {together}, and none decides a verdict.")
 
 
 def _cliffs(row, notes: formatting.Notes):
@@ -139,6 +138,7 @@ def cell_table(numbering: tables.Numbering, data: Inputs, failures: dict) -> dic
     status = _cell_status(data.trials)
     shared, legend = _shared_warnings(frame), tables.Legend("W")
     uniform = formatting.uniform_level(frame, "ci_level")
+    nominal = formatting.nominal(data.statistics)
     rows = []
     for _, row in frame.iterrows():
         failed = status.get(str(row.get("cell_id")), "no ok trial")
@@ -147,24 +147,26 @@ def cell_table(numbering: tables.Numbering, data: Inputs, failures: dict) -> dic
             formatting.cell_text(row, "median_ns", notes, failed, wording.fmt_duration),
             formatting.with_level(formatting.interval_text(row, "ci_low_ns", "ci_high_ns", notes,
                                                            failed, wording.fmt_duration),
-                                  row.get("ci_level"), uniform),
+                                  row.get("ci_level"), uniform, nominal),
             formatting.cell_text(row, "iqr_ns", notes, failed, wording.fmt_duration),
             formatting.cell_text(row, "cv", notes, "needs two ok trials", wording.sig),
             formatting.cell_text(row, "throughput_sps", notes, failed, wording.sig),
             formatting.cell_text(row, "cold_start_median_ns", notes, failed, wording.fmt_duration),
             legend.cite(_cell_remarks(row, shared)),
         ])
-    caption = ("Every cell: trials ended ok of those run; median of the trials' median "
-               "iteration times with its confidence interval (95 % unless stated), "
+    caption = ("Every cell: trials ended ok of those run (Ok); median of the trials' median "
+               "iteration times with its confidence interval "
+               f"({formatting.level_phrase(uniform, nominal)}), "
                "interquartile range and coefficient of variation between trials; throughput "
-               "(samples/s); median cold-start iteration. "
-               f"{tables.constant(frame, wording.PAIR_AXES)}.{formatting.level_sentence(uniform)}"
+               "(samples/s); median cold-start iteration (Cold). "
+               f"{tables.constant(frame, wording.PAIR_AXES)}."
+               f"{formatting.level_sentence(uniform, nominal)}"
                + tables.every_cell(shared))
     why = data.problems.get("cell_stats", "no cell was summarized")
     return tables.table(numbering, "cells", caption,
                         [tables.axis_header(a) for a in axes]
-                        + ["Framework", "Ok/trials", "Median", "Interval", "IQR", "CV",
-                           "Samples/s", "Cold start", "Remarks"],
+                        + ["Framework", "Ok", "Median", "Interval", "IQR", "CV",
+                           "Samples/s", "Cold", "Remarks"],
                         rows, notes, f"No cell statistics: {why}.",
                         classes=[""] * (len(axes) + 1) + ["num"] * 7 + [""], legend=legend)
 

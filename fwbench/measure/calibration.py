@@ -1,0 +1,89 @@
+"""A cell's warm-up: found once on its calibration trial, then the same for all its trials.
+
+The calibration trial is a fresh process like a trial, timing only single steps after the cold
+start: for ``warmup.calibration_s`` and at least twice ``warmup.max``
+(fwbench.measure.harness.Schedule). On the host, a changepoint analysis of those steps finds
+where the steady state starts (fwbench.analysis.steady_state: PELT, as Barrett et al., OOPSLA
+2017, classify runs; scripts/fix_warmup.py calls it), and ``fix_warmup`` turns what it found
+into the count every trial of the cell warms up, written to the cell's ``warmup.json``:
+
+- steady from step k (a warm-up, a flat run, or a slowdown that settles): k steps, at least
+  ``warmup.min``;
+- steady only after ``warmup.max`` steps: ``warmup.max``, and the trials are recorded as not
+  warmed up to a steady state;
+- no steady state, or a calibration that did not end ``ok``: ``warmup.max`` (the fallback).
+
+Usage::
+
+    record = fix_warmup(calibration_result, found=37, kind="warmup", changepoints=[37],
+                        warmup_min=10, warmup_max=100)
+    read_warmup("results/default/cells/…/warmup.json")["iterations"]   # 37
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from fwbench import SOURCE_DIR
+from fwbench.errors import ResultError
+
+SCHEMA_PATH = SOURCE_DIR / "rules" / "schemas" / "warmup.schema.yaml"
+METHOD = ("changepoints (PELT, fwbench.analysis.steady_state) in the single steps of the cell's "
+          "calibration trial; Barrett et al., OOPSLA 2017")
+
+
+def fix_warmup(calibration: dict, *, found: int | None, kind: str | None,
+               changepoints: list[int], warmup_min: int, warmup_max: int) -> dict:
+    """The warm-up of every trial of the calibrated cell.
+
+    ``calibration``: the calibration trial's result; ``found``, ``kind``, ``changepoints``: the
+    changepoint analysis of its ``iteration_ns`` (where the steady final segment starts, None
+    for no steady state; Barrett et al.'s class; the segment starts), None and [] when it did
+    not end ``ok``."""
+    steps = len(calibration["iteration_ns"])
+    record = {"cell_id": calibration["cell_id"], "class": kind, "found": found,
+              "changepoints": list(changepoints), "calibration_status": calibration["status"],
+              "calibration_steps": steps, "method": METHOD,
+              "bounds": {"min": warmup_min, "max": warmup_max}}
+    if calibration["status"] != "ok":
+        return {**record, "iterations": warmup_max, "steady": None,
+                "reason": f"the calibration ended {calibration['status']}: warmup.max "
+                          f"({warmup_max}), the fallback"}
+    if found is None:
+        return {**record, "iterations": warmup_max, "steady": False,
+                "reason": f"no steady state in the calibration's {steps} steps: warmup.max "
+                          f"({warmup_max}), the fallback"}
+    if found > warmup_max:
+        return {**record, "iterations": warmup_max, "steady": False,
+                "reason": f"steady from step {found} of the calibration's {steps}, past "
+                          f"warmup.max: cut to {warmup_max}"}
+    iterations = max(found, warmup_min)
+    raised = f", raised to warmup.min ({warmup_min})" if iterations > found else ""
+    return {**record, "iterations": iterations, "steady": True,
+            "reason": f"steady from step {found} of the calibration's {steps}{raised}"}
+
+
+def uncalibrated(warmup_max: int) -> dict:
+    """The warm-up of a trial run without its cell's calibration (by hand, in a test):
+    ``warmup.max`` steps, the fallback, with nothing known of a steady state."""
+    return {"iterations": warmup_max, "steady": None, "class": None, "found": None,
+            "reason": f"no calibration: warmup.max ({warmup_max}), the fallback"}
+
+
+def warmup_steady(settings: dict) -> bool | None:
+    """Whether the trial's warm-up reaches the steady state its cell's calibration found (None:
+    not known; a calibration trial has no warm-up of its own)."""
+    return (settings.get("warmup") or {}).get("steady")
+
+
+def read_warmup(path: str | os.PathLike) -> dict:
+    """The warm-up record ``fix_warmup`` made, checked against rules/schemas/warmup.schema.yaml."""
+    from fwbench.measure.results import check_schema, schema_validator
+
+    try:
+        with open(path) as f:
+            record = json.load(f)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ResultError(f"cannot read the warm-up record {path}: {exc}") from exc
+    return check_schema(record, schema_validator(SCHEMA_PATH), str(path))
