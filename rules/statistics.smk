@@ -1,5 +1,6 @@
-# Host side: summaries per cell, PyTorch/TensorFlow comparisons per matched pair, tests, peak
-# memory and latency percentiles;
+# Host side, under the analysis plan (the config's `statistics` block, passed whole): summaries
+# per cell, PyTorch/TensorFlow comparisons per matched pair with their sensitivity analysis, the
+# trials' quality classes, tests, peak memory, latency percentiles and the plan itself;
 # the distributed experiment's scaling and strategy comparisons; achieved FLOP/s per cell.
 
 
@@ -45,6 +46,19 @@ rule summarise_results:
             category="Tables",
             subcategory="Time, memory and latency",
         ),
+        sensitivity=report(
+            f"{RESULTS}/stats/sensitivity.csv",
+            caption="../report/captions/statistics.rst",
+            category="Tables",
+            subcategory="Time, memory and latency",
+        ),
+        quality=report(
+            f"{RESULTS}/stats/quality.csv",
+            caption="../report/captions/statistics.rst",
+            category="Tables",
+            subcategory="Time, memory and latency",
+        ),
+        plan=f"{RESULTS}/stats/plan.csv",
     log:
         f"logs/{PLAN.run}/summarise_results.log",
     params:

@@ -1,11 +1,18 @@
-"""PyTorch against TensorFlow, matched pair by matched pair: comparisons.csv.
+"""PyTorch against TensorFlow, matched pair by matched pair: comparisons.csv, and beside it the
+sensitivity analysis (sensitivity.csv).
 
-A comparison reads one framework's trial medians against the other's and is decided by a single
-interval: the Hodges-Lehmann interval of the log ratio at the Bonferroni level of its family
-(experiment × device × phase), so the chance of any false verdict in a family is at most alpha
-(``compare_samples``; the memory comparisons use it too). Only trials that reached a steady
-warm-up and do not drift decide (``trial_quality.usable``); too few of them on a side make the
-comparison exploratory, a hint instead of a verdict.
+One quantity per comparison: the **time per step** of each trial (``trial_step_ns``: the mean of
+its timed blocks per step). Trial k of both frameworks ran back to back, so the comparison reads
+the **per-pair log ratios** d_k = log(PyTorch_k) - log(TensorFlow_k): the ratio is exp(mean d),
+its interval the t interval of mean d at the Bonferroni level of its family (1 - alpha/m), its
+test the paired t test that interval inverts, and equivalence the TOST that the 1 - 2 alpha/m
+interval reads (Schuirmann 1987) (``compare_paired``). The family is every comparison of the
+plan's ``family`` axes (the run's headline claims: all comparisons of an experiment), so the
+chance of any false verdict among them is at most alpha. Beside it, never instead: the exact
+sign-flip test of the same d, and the unpaired rank analysis of all ok trials (Hodges-Lehmann,
+Mann-Whitney, Brunner-Munzel, which allows unequal spreads). Every ok trial counts; quality
+classes are findings (``trial_quality``), and the analysis without them is the sensitivity
+table. ``compare_samples`` is the unpaired comparison the memory peaks use.
 """
 
 from __future__ import annotations
@@ -16,42 +23,60 @@ import numpy as np
 import pandas as pd
 
 from fwbench.analysis.estimators import (
+    brunner_munzel,
     cliffs_delta,
     cliffs_magnitude,
     hodges_lehmann,
     mann_whitney_test,
+    sign_flip_test,
     signed_rank_test,
+    t_interval,
+    t_test,
     verdict,
 )
+from fwbench.analysis.steady_state import CLASSES
 from fwbench.analysis.tables import AXES
 from fwbench.analysis.trial_quality import (
     adjacency_recorded,
     adjacent,
     count_false,
-    count_true,
-    exploratory_reasons,
+    sensitive_trials,
     usable,
 )
 
-__all__ = ["compare_samples", "compare_pairs", "family_level", "COMPARISON_COLUMNS"]
+__all__ = ["compare_samples", "compare_paired", "compare_pairs", "sensitivity_table",
+           "family_level", "family_name", "COMPARISON_COLUMNS", "SENSITIVITY_COLUMNS"]
 
-FAMILY_AXES = ["experiment", "device", "phase"]
+# The family of a comparison when the plan names none: every comparison of its experiment.
+DEFAULT_FAMILY = ("experiment",)
 
 COMPARISON_COLUMNS = [
-    "run", "pair_id", *[a for a in AXES if a != "framework"], "family",
-    "n_pytorch", "n_tensorflow", "median_pytorch_ns", "median_tensorflow_ns",
-    "ratio", "ratio_ci_low", "ratio_ci_high", "ratio_ci_level", "ratio_ci_family_level",
-    "ratio_hl", "ratio_method", "family_size", "mannwhitney_u", "mannwhitney_p",
-    "mannwhitney_method", "p_adjusted", "cliffs_delta", "cliffs_magnitude",
-    "n_pairs", "n_pairs_adjacent", "n_blocks", "blocks_wilcoxon_p", "unsteady_trials",
-    "drift_trials", "rope_low", "rope_high", "verdict", "exploratory",
-    "exploratory_reason", "verdict_note",
+    "run", "pair_id", *[a for a in AXES if a != "framework"], "family", "family_axes",
+    "family_size", "n_pytorch", "n_tensorflow", "n_pairs", "n_pairs_adjacent", "n_pairs_used",
+    "n_unpaired", "step_pytorch_ns", "step_tensorflow_ns", "median_pytorch_ns",
+    "median_tensorflow_ns", "ratio", "ratio_ci_low", "ratio_ci_high", "ratio_ci_level",
+    "ratio_ci_family_level", "ratio_method", "equivalence_ci_low", "equivalence_ci_high",
+    "equivalence_ci_level", "paired_t", "paired_p", "p_adjusted", "tost_p", "signflip_p",
+    "signflip_method", "ratio_hl", "ratio_hl_ci_low", "ratio_hl_ci_high", "mannwhitney_u",
+    "mannwhitney_p", "mannwhitney_method", "brunner_munzel_p", "cliffs_delta",
+    "cliffs_magnitude", "n_blocks", "blocks_wilcoxon_p", "classes_pytorch",
+    "classes_tensorflow", "unsteady_trials", "drift_trials", "rope_low", "rope_high",
+    "verdict", "exploratory", "exploratory_reason", "verdict_note",
+]
+
+# sensitivity.csv: the comparisons again under another rule, beside the primary verdict.
+SENSITIVITY_COLUMNS = [
+    "run", "pair_id", *[a for a in AXES if a != "framework"], "analysis", "without",
+    "excluded", "n_pytorch", "n_tensorflow", "n_pairs_used", "family_size", "ratio",
+    "ratio_ci_low", "ratio_ci_high", "verdict", "exploratory", "primary_ratio",
+    "primary_verdict", "agrees",
 ]
 
 
-def family_name(row) -> str:
-    """The family a comparison's error is controlled in: "experiment/device/phase"."""
-    return "/".join(str(row[a]) for a in FAMILY_AXES)
+def family_name(row, axes=DEFAULT_FAMILY) -> str:
+    """The family a comparison's error is controlled in: its values of the plan's ``family``
+    axes, joined by "/" (e.g. "throughput")."""
+    return "/".join(str(row[a]) for a in axes)
 
 
 def compare_samples(a, b, *, family_size: int = 1, confidence: float = 0.95,
@@ -113,57 +138,129 @@ def arm_arrays(per_trial: pd.DataFrame, columns: list[str]):
                    {c: v[pt] for c, v in values.items()}, {c: v[tf] for c, v in values.items()})
 
 
-# The per-trial columns a verdict reads: the medians and the two flags that make a trial usable.
+# The per-trial columns the older leave-out rule reads (``fwbench compare``).
 VERDICT_COLUMNS = ["trial_median_ns", "warmup_steady", "trial_drift"]
 
 
 def usable_arm(arm: dict) -> tuple[dict, int]:
     """One framework's arm without its unsteady or drifting trials, and how many are left (all
-    of them are kept where none would be: the comparison is then a hint from every ok trial)."""
+    of them are kept where none would be): the older leave-out rule, which ``fwbench compare``
+    applies; the comparisons here keep every ok trial."""
     keep = usable(arm.get("warmup_steady", [None] * len(arm["trial"])),
                   arm.get("trial_drift", [None] * len(arm["trial"])))
     return ({c: v[keep] for c, v in arm.items()} if keep.any() else arm), int(keep.sum())
 
 
+def compare_paired(d, *, family_size: int = 1, confidence: float = 0.95, rope: float = 0.05,
+                   seed: int = 0) -> dict:
+    """The primary comparison from the per-pair log ratios ``d`` (PyTorch over TensorFlow).
+
+    ratio = exp(mean d); its interval the t interval of mean d at 1 - alpha/m (m =
+    ``family_size``), which "faster" reads; equivalence the TOST at alpha/m each side, read from
+    the 1 - 2 alpha/m interval (Schuirmann 1987). So across the family the chance of any false
+    verdict, "faster" or "equivalent", is at most alpha. ``paired_p`` is the paired t test the
+    interval inverts (``p_adjusted`` = min(1, m p) <= alpha exactly when it excludes 1); the
+    exact sign-flip test of the same d is its distribution-free check. Usage::
+
+        compare_paired(np.log(pt_steps) - np.log(tf_steps), family_size=8)["verdict"]
+    """
+    d = np.asarray(d, dtype=float)
+    alpha = 1.0 - confidence
+    level, eq_level = 1.0 - alpha / family_size, 1.0 - 2.0 * alpha / family_size
+    ci, eq = t_interval(d, level), t_interval(d, eq_level)
+    low, high = (math.exp(v) if np.isfinite(v) else math.nan for v in (ci.low, ci.high))
+    eq_low, eq_high = (math.exp(v) if np.isfinite(v) else math.nan for v in (eq.low, eq.high))
+    t, p = t_test(d)
+    bound = math.log1p(rope)
+    tost = max(t_test(d, -bound, "greater")[1], t_test(d, bound, "less")[1])
+    flip_p, flip_method = sign_flip_test(d, seed=seed)
+    decided, note = verdict(low, high, attained=d.size >= 2, rope=rope,
+                            equivalence=(eq_low, eq_high))
+    return {
+        "ratio": math.exp(ci.estimate) if np.isfinite(ci.estimate) else math.nan,
+        "ratio_ci_low": low, "ratio_ci_high": high, "ratio_ci_level": level,
+        "ratio_method": (f"exp of the mean per-pair log ratio of time per step; "
+                         f"{ci.method} at 1 - alpha/m (Bonferroni over the family)"),
+        "equivalence_ci_low": eq_low, "equivalence_ci_high": eq_high,
+        "equivalence_ci_level": eq_level, "family_size": int(family_size), "paired_t": t,
+        "paired_p": p, "p_adjusted": min(1.0, family_size * p) if np.isfinite(p) else math.nan,
+        "tost_p": tost, "signflip_p": flip_p, "signflip_method": flip_method,
+        "rope_low": 1.0 / (1.0 + rope), "rope_high": 1.0 + rope,
+        "verdict": decided, "verdict_note": note,
+    }
+
+
+def _robustness(a: np.ndarray, b: np.ndarray, confidence: float, family_size: int) -> dict:
+    """The unpaired rank analysis of every ok trial, beside the primary: Hodges-Lehmann
+    ratio with its interval at the family's level, Mann-Whitney, Brunner-Munzel (unequal
+    spreads allowed), Cliff's delta."""
+    hl = hodges_lehmann(np.log(a), np.log(b), 1.0 - (1.0 - confidence) / family_size)
+    u, p_mw, mw_method = mann_whitney_test(a, b)
+    _, p_bm, _ = brunner_munzel(np.log(a), np.log(b))
+    delta = cliffs_delta(a, b)
+    return {"ratio_hl": math.exp(hl.estimate), "ratio_hl_ci_low": math.exp(hl.low),
+            "ratio_hl_ci_high": math.exp(hl.high), "mannwhitney_u": u, "mannwhitney_p": p_mw,
+            "mannwhitney_method": mw_method, "brunner_munzel_p": p_bm, "cliffs_delta": delta,
+            "cliffs_magnitude": cliffs_magnitude(delta)}
+
+
+def _classes(values) -> str:
+    counts = {c: sum(1 for v in values if v == c) for c in CLASSES}
+    return ", ".join(f"{c}={k}" for c, k in counts.items() if k)
+
+
+ARM_COLUMNS = ["trial_step_ns", "trial_median_ns", "pair_adjacent", "steady_state_class",
+               "warmup_steady", "trial_drift"]
+
+
 def compare_pairs(per_trial: pd.DataFrame, *, confidence: float = 0.95, rope: float = 0.05,
-                  min_trials_for_verdict: int = 7) -> pd.DataFrame:
-    """comparisons.csv: one row per matched pair with ok trials on both sides, each decided by
-    its interval at the family's Bonferroni level (``compare_samples``) from the trials that
-    reached a steady warm-up and do not drift (``trial_quality.usable``)."""
-    arms = list(arm_arrays(per_trial, [*VERDICT_COLUMNS, "pair_adjacent"]))
+                  min_trials_for_verdict: int = 7, family=DEFAULT_FAMILY, pairs: str = "all",
+                  seed: int = 0) -> pd.DataFrame:
+    """comparisons.csv: one row per matched pair with ok trials on both sides, decided from the
+    per-pair log ratios of time per step (``compare_paired``) over the pairs of the plan
+    (``pairs``: "all", trial k of both frameworks as planned; "adjacent", only those that ran
+    back to back), at the level of its family (``family``: the axes whose values make one).
+    Every ok trial counts; a trial whose partner is missing enters the rank checks but no pair
+    (``n_unpaired``)."""
+    arms = list(arm_arrays(per_trial, ARM_COLUMNS))
     recorded = adjacency_recorded(per_trial)
-    families = [family_name(axes) for _, _, axes, _, _ in arms]
+    families = [family_name(axes, family) for _, _, axes, _, _ in arms]
     sizes = {f: families.count(f) for f in set(families)}
     rows = []
-    for (run, pair_id, axes, pt, tf), family in zip(arms, families):
-        flags = {c: np.concatenate([pt[c], tf[c]]) if c in pt else []
-                 for c in ("warmup_steady", "trial_drift")}
-        (pt, n_pt), (tf, n_tf) = usable_arm(pt), usable_arm(tf)
-        a = pt["trial_median_ns"].astype(float)
-        b = tf["trial_median_ns"].astype(float)
-        row = {"run": run, "pair_id": pair_id, **axes, "family": family}
-        row.update(compare_samples(a, b, family_size=sizes[family], confidence=confidence,
-                                   rope=rope))
+    for (run, pair_id, axes, pt, tf), fam in zip(arms, families):
+        a, b = pt["trial_step_ns"].astype(float), tf["trial_step_ns"].astype(float)
         _, i, j = np.intersect1d(pt["trial"], tf["trial"], return_indices=True)
-        n_adjacent = math.nan
-        if recorded:  # pair only the trials that really ran back to back
+        n_pairs, n_adjacent = len(i), math.nan
+        if recorded:
             keep = adjacent(pt["pair_adjacent"][i], tf["pair_adjacent"][j])
             n_adjacent = int(keep.sum())
-            i, j = i[keep], j[keep]
-        _, p_blocks, _ = signed_rank_test(np.log(a[i]) - np.log(b[j]))
-        delta = cliffs_delta(a, b)
-        reasons = exploratory_reasons(n_pt, n_tf, min_trials_for_verdict,
-                                      unsteady=count_false(flags["warmup_steady"]),
-                                      drifting=count_true(flags["trial_drift"]))
+            if pairs == "adjacent":
+                i, j = i[keep], j[keep]
+        d = np.log(a[i]) - np.log(b[j])
+        row = {"run": run, "pair_id": pair_id, **axes, "family": fam,
+               "family_axes": "/".join(family)}
+        row.update(compare_paired(d, family_size=sizes[fam], confidence=confidence, rope=rope,
+                                  seed=seed))
+        row.update(_robustness(a, b, confidence, sizes[fam]))
+        _, p_blocks, _ = signed_rank_test(d)
+        reason = (f"{len(i)} pairs of trials, fewer than {min_trials_for_verdict}"
+                  if len(i) < min_trials_for_verdict else "")
+        classes = np.concatenate([pt.get("steady_state_class", []),
+                                  tf.get("steady_state_class", [])])
+        steady = np.concatenate([pt.get("warmup_steady", []), tf.get("warmup_steady", [])])
         row.update(
-            n_pytorch=a.size, n_tensorflow=b.size,
-            median_pytorch_ns=float(np.median(a)), median_tensorflow_ns=float(np.median(b)),
-            cliffs_delta=delta, cliffs_magnitude=cliffs_magnitude(delta),
-            n_pairs=int(np.intersect1d(pt["trial"], tf["trial"]).size),
-            n_pairs_adjacent=n_adjacent, n_blocks=len(i), blocks_wilcoxon_p=p_blocks,
-            unsteady_trials=count_false(flags["warmup_steady"]),
-            drift_trials=count_true(flags["trial_drift"]),
-            exploratory=bool(reasons), exploratory_reason="; ".join(reasons),
+            n_pytorch=a.size, n_tensorflow=b.size, n_pairs=n_pairs, n_pairs_adjacent=n_adjacent,
+            n_pairs_used=len(i), n_unpaired=a.size + b.size - 2 * n_pairs,
+            step_pytorch_ns=float(np.exp(np.log(a[i]).mean())) if len(i) else math.nan,
+            step_tensorflow_ns=float(np.exp(np.log(b[j]).mean())) if len(i) else math.nan,
+            median_pytorch_ns=float(np.median(pt["trial_median_ns"].astype(float))),
+            median_tensorflow_ns=float(np.median(tf["trial_median_ns"].astype(float))),
+            n_blocks=len(i), blocks_wilcoxon_p=p_blocks,
+            classes_pytorch=_classes(pt.get("steady_state_class", [])),
+            classes_tensorflow=_classes(tf.get("steady_state_class", [])),
+            unsteady_trials=count_false(steady),
+            drift_trials=int(sum(1 for c in classes if c in CLASSES and c != "flat")),
+            exploratory=bool(reason), exploratory_reason=reason,
         )
         rows.append(row)
     if not rows:
@@ -177,15 +274,52 @@ def compare_pairs(per_trial: pd.DataFrame, *, confidence: float = 0.95, rope: fl
 
 def _comparison_note(r, confidence: float) -> str:
     note = r.verdict_note
+    alpha = 1.0 - confidence
     if r.exploratory:
         note = f"exploratory ({r.exploratory_reason}): a hint, not a verdict; " + note
-    if r.family_size > 1:
-        note += (f"; interval at {r.ratio_ci_level:.2%} (Bonferroni over the family's "
-                 f"{r.family_size} comparisons: together at least {r.ratio_ci_family_level:.1%})")
-    elif r.ratio_ci_level < confidence - 1e-9:
-        note += f"; interval level {r.ratio_ci_level:.1%}"
-    if not r.ratio_ci_low <= r.ratio <= r.ratio_ci_high:
-        note += ("; the ratio of medians lies outside the Hodges-Lehmann interval (skewed or "
-                 "bimodal trial medians: read ratio_hl)")
+    note += (f"; paired over {r.n_pairs_used} pairs, interval at {r.ratio_ci_level:.2%}, "
+             f"equivalence at {r.equivalence_ci_level:.2%} (family `{r.family}`: "
+             f"{r.family_size} comparisons, together at least {r.ratio_ci_family_level:.1%})")
+    if r.verdict.endswith("_faster") and r.signflip_p > alpha / r.family_size:
+        note += (f"; the exact sign-flip check does not reach the family's level "
+                 f"(p = {r.signflip_p:.2g}; its floor with {r.n_pairs_used} pairs is "
+                 f"{2.0 ** (1 - r.n_pairs_used):.2g})")
+    if r.n_unpaired:
+        note += f"; {r.n_unpaired} trials without their partner enter only the rank checks"
     return note
 
+
+def sensitivity_table(per_trial: pd.DataFrame, primary: pd.DataFrame, *, leave_out,
+                      pairs: str = "all", **plan) -> pd.DataFrame:
+    """sensitivity.csv: the comparisons again without the trials whose quality findings the
+    plan names (``leave_out``; both frameworks, one rule), and, where the primary pairs every
+    trial k as planned and some pair did not run back to back, with adjacent pairs only. Each row sits
+    beside the primary verdict (``agrees``); never the primary. ``plan``: compare_pairs'
+    arguments."""
+    analyses = []
+    if len(per_trial) and leave_out:
+        drop = sensitive_trials(per_trial, leave_out)
+        analyses.append(("without quality classes", ", ".join(leave_out),
+                         per_trial[~drop], drop, pairs))
+    if pairs == "all" and adjacency_recorded(per_trial) and not per_trial["pair_adjacent"].all():
+        analyses.append(("adjacent pairs only", "pairs that did not run back to back",
+                         per_trial, pd.Series(False, index=per_trial.index), "adjacent"))
+    key = ["run", "pair_id"]
+    base = primary.set_index(key)[["ratio", "verdict"]] if len(primary) else None
+    frames = []
+    for name, without, frame, dropped, rule in analyses:
+        out = compare_pairs(frame, pairs=rule, **plan)
+        if out.empty:
+            continue
+        excluded = per_trial[dropped].groupby(key).size()
+        out = out.assign(analysis=name, without=without,
+                         excluded=[int(excluded.get(k, 0)) for k in
+                                   zip(out["run"], out["pair_id"])])
+        joined = base.reindex(pd.MultiIndex.from_frame(out[key]))
+        out["primary_ratio"] = joined["ratio"].to_numpy()
+        out["primary_verdict"] = joined["verdict"].to_numpy()
+        out["agrees"] = out["verdict"] == out["primary_verdict"]
+        frames.append(out[SENSITIVITY_COLUMNS])
+    if not frames:
+        return pd.DataFrame(columns=SENSITIVITY_COLUMNS)
+    return pd.concat(frames, ignore_index=True)

@@ -2,9 +2,11 @@
 
 Written here because neither scipy nor statsmodels has them: Cliff's delta, the Hodges-Lehmann
 shift with its distribution-free interval, the exact Mann-Whitney law and the test that interval
-inverts, the Jonckheere-Terpstra test, the interpolated order-statistic interval of a median, and
-the bootstraps (trials, then iterations; the geometric mean of ratios). Beside them, thin guards
-around scipy and statsmodels (Wilcoxon signed-rank, Holm, Benjamini-Hochberg) and ``verdict``,
+inverts, the exact sign-flip test of paired differences, the Jonckheere-Terpstra test, the
+interpolated order-statistic interval of a median, and the bootstraps (trials, then iterations;
+the geometric mean of ratios). Beside them, thin guards around scipy and statsmodels (the t
+interval of a mean, Wilcoxon signed-rank, Brunner-Munzel, Fisher's exact test, Holm,
+Benjamini-Hochberg) and ``verdict``,
 which every PyTorch-against-TensorFlow ratio in the statistics is decided by. They take arrays and
 return numbers, no tables: the table builders (trial_stats, comparisons, tests_table,
 paper_tests) and the report share them. docs/statistics.md describes every method.
@@ -26,12 +28,17 @@ __all__ = [
     "hierarchical_bootstrap_mean_ci", "geometric_mean_ratio", "mann_whitney_pmf",
     "mann_whitney_test", "signed_rank_test", "wilcoxon_floor_p", "tukey_outliers", "holm",
     "benjamini_hochberg", "verdict", "quietly", "Interval", "ShiftEstimate", "TrendResult",
+    "t_interval", "t_test", "sign_flip_test", "brunner_munzel", "fisher_exact",
 ]
 
 # Romano, Kromrey, Coraggio & Skowronek (2006): |delta| < .147 negligible, .33 small, .474 medium.
 CLIFF_THRESHOLDS = ((0.147, "negligible"), (0.33, "small"), (0.474, "medium"), (math.inf, "large"))
 # The exact Mann-Whitney null distribution is used for the Hodges-Lehmann interval up to this m*n.
 EXACT_MW_LIMIT = 2500
+# Up to this many pairs the sign-flip test enumerates all 2^n sign vectors; beyond, it draws
+# SIGN_FLIP_DRAWS of them (seeded).
+SIGN_FLIP_EXACT_MAX = 16
+SIGN_FLIP_DRAWS = 20_000
 # Trials with more iterations than this resample their mean from a normal law (the CLT is exact
 # enough there) instead of drawing every iteration, to bound memory.
 BOOTSTRAP_INNER_NORMAL_ABOVE = 1000
@@ -367,6 +374,86 @@ def hierarchical_bootstrap_mean_ci(samples, *, confidence: float = 0.95, n_boot:
                     "hierarchical bootstrap (trials, then iterations), percentile")
 
 
+def t_interval(x, confidence: float = 0.95) -> Interval:
+    """Student's t interval of the mean of ``x`` (n - 1 degrees of freedom). Fewer than two
+    values: no interval (NaN). Usage, a ratio from paired log ratios::
+
+        ci = t_interval(np.log(pytorch) - np.log(tensorflow), 1 - 0.05 / 8)
+        ratio, low, high = np.exp([ci.estimate, ci.low, ci.high])
+    """
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan, math.nan, "no data")
+    mean = float(x.mean())
+    if n < 2:
+        return Interval(mean, math.nan, math.nan, math.nan, "one value: no interval")
+    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * float(x.std(ddof=1)) / math.sqrt(n)
+    return Interval(mean, mean - half, mean + half, confidence, f"t interval, {n - 1} df")
+
+
+def t_test(x, null: float = 0.0, alternative: str = "two-sided") -> tuple[float, float]:
+    """(t, p) of the one-sample t test of mean ``null`` ("two-sided", "less" or "greater");
+    NaN with fewer than two values or no spread."""
+    x = np.asarray(x, dtype=float)
+    if x.size < 2 or not np.ptp(x) > 0:
+        return math.nan, math.nan
+    t = (float(x.mean()) - null) / (float(x.std(ddof=1)) / math.sqrt(x.size))
+    df = x.size - 1
+    p = {"two-sided": 2.0 * float(sps.t.sf(abs(t), df)), "less": float(sps.t.cdf(t, df)),
+         "greater": float(sps.t.sf(t, df))}[alternative]
+    return t, min(1.0, p)
+
+
+def sign_flip_test(d, *, seed: int = 0) -> tuple[float, str]:
+    """(two-sided p, method) of the sign-flip permutation test that paired differences ``d``
+    are centred on 0: under that null each difference is as likely negative as positive, so
+    the |mean| is compared with its value under every one of the 2^n sign vectors (exact up to
+    SIGN_FLIP_EXACT_MAX pairs, else SIGN_FLIP_DRAWS seeded draws, p = (1 + hits) / (1 + draws)).
+    Its smallest p is 2 / 2^n: 8 pairs cannot go below 0.0078."""
+    d = np.asarray(d, dtype=float)
+    n = d.size
+    if n == 0:
+        return math.nan, "no pairs"
+    observed = abs(float(d.mean())) - 1e-12 * max(1.0, float(np.abs(d).max()))
+    if n <= SIGN_FLIP_EXACT_MAX:
+        signs = 1 - 2 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)
+        means = np.abs(signs @ d) / n
+        return float(np.mean(means >= observed)), f"exact, all {2 ** n} sign vectors"
+    rng = np.random.default_rng(seed)
+    signs = rng.choice([-1.0, 1.0], size=(SIGN_FLIP_DRAWS, n))
+    hits = int(np.sum(np.abs(signs @ d) / n >= observed))
+    return (1 + hits) / (1 + SIGN_FLIP_DRAWS), f"{SIGN_FLIP_DRAWS} random sign vectors"
+
+
+def brunner_munzel(x, y) -> tuple[float, float, str]:
+    """(statistic, two-sided p, note) of the Brunner-Munzel test of P(X > Y) + P(X = Y)/2 = 1/2
+    (scipy, t distribution): unlike Mann-Whitney it allows the two spreads to differ. When every
+    x lies on one side of every y the variance estimate is 0 and scipy's p is undefined; the p
+    is then that of the exact permutation bound 2/C(m+n, m), and the note says so."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.size < 2 or y.size < 2:
+        return math.nan, math.nan, "fewer than two values on a side"
+    if x.min() > y.max() or x.max() < y.min():
+        p = 2.0 / math.comb(x.size + y.size, x.size)
+        return (math.inf if x.min() > y.max() else -math.inf), p, (
+            "complete separation: p is the exact permutation bound 2/C(m+n, m)")
+    res, notes = quietly(sps.brunnermunzel, x, y)
+    return float(res.statistic), float(res.pvalue), "; ".join(notes)
+
+
+def fisher_exact(table) -> float:
+    """Fisher's exact p that the rows and columns of a contingency table of counts are
+    independent (scipy: 2x2 two-sided, larger tables by enumeration); 1 when a row or column
+    is empty, as nothing can differ."""
+    table = np.asarray(table, dtype=int)
+    table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
+    if table.shape[0] < 2 or table.shape[1] < 2:
+        return 1.0
+    return float(sps.fisher_exact(table).pvalue)
+
+
 def wilcoxon_floor_p(n: int) -> float:
     """Smallest two-sided p the paired Wilcoxon test can return for n pairs, normal approximation.
 
@@ -428,13 +515,16 @@ def _adjust(p, method: str) -> np.ndarray:
 
 
 def verdict(low: float, high: float, *, attained: bool = True, rope: float = 0.05,
-            names=("pytorch_faster", "tensorflow_faster")) -> tuple[str, str]:
-    """Verdict on a PyTorch/TensorFlow ratio from its interval alone (already at the level that
-    controls the family's error: ``compare_samples``).
+            names=("pytorch_faster", "tensorflow_faster"),
+            equivalence: tuple[float, float] | None = None) -> tuple[str, str]:
+    """Verdict on a PyTorch/TensorFlow ratio from its interval (already at the level that
+    controls the family's error: ``compare_samples``, ``comparisons.compare_paired``).
 
     The region of practical equivalence is [1/(1+rope), 1+rope], symmetric on the log scale so
-    that swapping the frameworks gives the same verdict. Returns (verdict, note):
-    - "equivalent": the interval lies inside the region (even if it excludes 1);
+    that swapping the frameworks gives the same verdict. ``equivalence``: the interval the
+    equivalence is read from when it is not (low, high) (TOST: the 1 - 2 alpha interval).
+    Returns (verdict, note):
+    - "equivalent": the equivalence interval lies inside the region (even if it excludes 1);
     - ``names[0]`` / ``names[1]`` ("pytorch_faster" / "tensorflow_faster" for times): the
       interval lies below / above 1;
     - "inconclusive": anything else, including an interval whose level is not attainable.
@@ -444,7 +534,8 @@ def verdict(low: float, high: float, *, attained: bool = True, rope: float = 0.0
         return "inconclusive", "no interval"
     if not attained:
         return "inconclusive", "too few trials for an interval at the family's level"
-    if lo_b <= low and high <= hi_b:
+    eq_low, eq_high = equivalence if equivalence is not None else (low, high)
+    if lo_b <= eq_low and eq_high <= hi_b:
         note = "inside the equivalence region"
         if high < 1 or low > 1:
             note += " although the interval excludes 1 (a difference too small to matter)"
@@ -456,24 +547,25 @@ def verdict(low: float, high: float, *, attained: bool = True, rope: float = 0.0
 
 def geometric_mean_ratio(pairs, *, confidence: float = 0.95, n_boot: int = 2000,
                          seed: int = 0) -> Interval:
-    """Geometric mean over cells of the PyTorch/TensorFlow ratio of medians, with an interval.
+    """Geometric mean over cells of the PyTorch/TensorFlow ratio, with an interval.
 
-    ``pairs``: a sequence of (pytorch trial medians, tensorflow trial medians). The interval is a
+    ``pairs``: a sequence of (pytorch trial values, tensorflow trial values); each cell's ratio
+    is that of the geometric means of its trials (the comparisons' quantity). The interval is a
     percentile bootstrap that resamples trials within each arm of each pair: it covers trial-to-
     trial noise for this fixed set of cells, not a population of cells. Usage::
 
         geometric_mean_ratio([(pt_a, tf_a), (pt_b, tf_b)]).estimate
     """
-    pairs = [(np.asarray(a, float), np.asarray(b, float)) for a, b in pairs if len(a) and len(b)]
+    pairs = [(np.log(np.asarray(a, float)), np.log(np.asarray(b, float)))
+             for a, b in pairs if len(a) and len(b)]
     if not pairs:
         return Interval(math.nan, math.nan, math.nan, math.nan, "no pairs")
     rng = np.random.default_rng(seed)
-    logs = np.array([math.log(np.median(a) / np.median(b)) for a, b in pairs])
+    logs = np.array([a.mean() - b.mean() for a, b in pairs])
     reps = np.zeros(n_boot)
     for a, b in pairs:
-        ra = np.median(a[rng.integers(a.size, size=(n_boot, a.size))], axis=1)
-        rb = np.median(b[rng.integers(b.size, size=(n_boot, b.size))], axis=1)
-        reps += np.log(ra / rb)
+        reps += (a[rng.integers(a.size, size=(n_boot, a.size))].mean(axis=1)
+                 - b[rng.integers(b.size, size=(n_boot, b.size))].mean(axis=1))
     reps /= len(pairs)
     tail = (1.0 - confidence) / 2 * 100
     low, high = np.exp(np.percentile(reps, [tail, 100 - tail]))

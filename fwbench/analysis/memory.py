@@ -9,6 +9,10 @@ trials ran out of memory keeps its row, saying so.
 
 memory_summaries(trials)  -> stats/memory.csv: one row per cell and measured peak
 memory_comparisons(trials) -> stats/memory_comparisons.csv: one row per matched pair and peak
+
+A peak that is the same in every trial of both frameworks (within ``CONSTANT_SPREAD``) is not a
+random quantity: its comparison gets the exact ratio and no test (``varies`` false, verdict
+``not_tested``), never a p-value from ranks of identical values with an interval of zero width.
 """
 
 from __future__ import annotations
@@ -35,9 +39,11 @@ MEMORY_COMPARISON_COLUMNS = [
     "n_pytorch", "n_tensorflow", "median_pytorch_bytes", "median_tensorflow_bytes", "ratio",
     "ratio_ci_low", "ratio_ci_high", "ratio_ci_level", "ratio_ci_family_level", "ratio_hl",
     "family_size", "mannwhitney_p", "mannwhitney_method", "p_adjusted", "rope_low", "rope_high",
-    "verdict", "exploratory", "exploratory_reason", "verdict_note",
+    "varies", "verdict", "exploratory", "exploratory_reason", "verdict_note",
 ]
 KEY = ["run", "cell_id"]
+# A peak whose trials of one framework span less than this share of their median is constant.
+CONSTANT_SPREAD = 0.001
 
 
 def _measured(trials: pd.DataFrame) -> list[str]:
@@ -101,14 +107,19 @@ def _note(group: pd.DataFrame, values: np.ndarray, n_oom: int) -> str:
     return "; ".join(notes)
 
 
+def _constant(values: np.ndarray) -> bool:
+    return bool(np.ptp(values) <= CONSTANT_SPREAD * np.median(values))
+
+
 def memory_comparisons(trials: pd.DataFrame, *, confidence: float = 0.95, rope: float = 0.05,
-                       min_trials_for_verdict: int = 7) -> pd.DataFrame:
+                       min_trials_for_verdict: int = 7, family=("experiment",)) -> pd.DataFrame:
     """stats/memory_comparisons.csv: per matched pair and peak, PyTorch's median peak over
-    TensorFlow's (> 1: PyTorch uses more) decided as time is: the Hodges-Lehmann interval of
-    the log peaks at the Bonferroni level of its family (experiment × device × phase × peak),
-    the exact Mann-Whitney p, the region of practical equivalence ±``rope``. Verdicts:
-    ``pytorch_less``, ``tensorflow_less``, ``equivalent``, ``inconclusive``; exploratory with
-    fewer than ``min_trials_for_verdict`` values on a side."""
+    TensorFlow's (> 1: PyTorch uses more) decided as an unpaired comparison: the Hodges-Lehmann
+    interval of the log peaks at the Bonferroni level of its family (the plan's ``family``
+    axes and the peak) over the peaks that vary, the exact Mann-Whitney p, the region of
+    practical equivalence ±``rope``. Verdicts: ``pytorch_less``, ``tensorflow_less``,
+    ``equivalent``, ``inconclusive``, and ``not_tested`` for a peak constant in both
+    frameworks; exploratory with fewer than ``min_trials_for_verdict`` values on a side."""
     metrics = _measured(trials)
     if trials.empty or not metrics:
         return pd.DataFrame(columns=MEMORY_COMPARISON_COLUMNS)
@@ -120,28 +131,37 @@ def memory_comparisons(trials: pd.DataFrame, *, confidence: float = 0.95, rope: 
                     for f in ("pytorch", "tensorflow"))
             if a.size and b.size:
                 first = group.iloc[0]
-                family = "/".join([*(str(first[k]) for k in ("experiment", "device", "phase")),
-                                   metric])
-                arms.append((run, pair_id, first, metric, family, a, b))
-    families = [arm[4] for arm in arms]
+                name = "/".join([*(str(first[k]) for k in family), metric])
+                arms.append((run, pair_id, first, metric, name, a, b,
+                             not (_constant(a) and _constant(b))))
+    families = [arm[4] for arm in arms if arm[7]]
     rows = []
-    for run, pair_id, first, metric, family, a, b in arms:
+    for run, pair_id, first, metric, name, a, b, varies in arms:
         row = {"run": run, "pair_id": pair_id,
                **{c: first[c] for c in AXES if c != "framework"}, "metric": metric,
-               "family": family, "n_pytorch": a.size, "n_tensorflow": b.size,
+               "family": name, "n_pytorch": a.size, "n_tensorflow": b.size,
                "median_pytorch_bytes": float(np.median(a)),
-               "median_tensorflow_bytes": float(np.median(b))}
-        row.update(compare_samples(a, b, family_size=families.count(family),
-                                   confidence=confidence, rope=rope,
-                                   names=("pytorch_less", "tensorflow_less")))
+               "median_tensorflow_bytes": float(np.median(b)), "varies": varies}
+        if varies:
+            row.update(compare_samples(a, b, family_size=families.count(name),
+                                       confidence=confidence, rope=rope,
+                                       names=("pytorch_less", "tensorflow_less")))
+        else:
+            ratio = float(np.median(a) / np.median(b))
+            row.update(ratio=ratio, ratio_hl=ratio, family_size=0, verdict="not_tested",
+                       rope_low=1.0 / (1.0 + rope), rope_high=1.0 + rope,
+                       verdict_note=f"the same in every trial of each framework (within "
+                                    f"{CONSTANT_SPREAD:.1%}): the ratio is exact, there is "
+                                    f"nothing to test")
         smaller = min(a.size, b.size)
         reason = (f"{smaller} values on the smaller side, fewer than {min_trials_for_verdict}"
-                  if smaller < min_trials_for_verdict else "")
+                  if smaller < min_trials_for_verdict and varies else "")
         row.update(exploratory=bool(reason), exploratory_reason=reason)
         rows.append(row)
     if not rows:
         return pd.DataFrame(columns=MEMORY_COMPARISON_COLUMNS)
-    out = pd.DataFrame(rows)
-    out["ratio_ci_family_level"] = out.groupby("family")["ratio_ci_level"].transform(family_level)
+    out = pd.DataFrame(rows).reindex(columns=[*MEMORY_COMPARISON_COLUMNS, "ratio_ci_attained"])
+    tested = out["varies"].astype(bool)
+    out.loc[tested, "ratio_ci_family_level"] = (
+        out[tested].groupby("family")["ratio_ci_level"].transform(family_level))
     return out[MEMORY_COMPARISON_COLUMNS]
-

@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from fwbench.analysis.comparisons import FAMILY_AXES
 from fwbench.analysis.estimators import (
     jonckheere_terpstra,
     mann_whitney_test,
@@ -32,6 +31,11 @@ from fwbench.analysis.trial_stats import iteration_groups
 
 __all__ = ["florencio2019_tests", "patel2023_tests", "FLORENCIO_PUBLISHED_FLOOR_P",
            "TELEMETRY_METRICS"]
+
+# The scope of a paper's family of tests: experiment x device x phase.
+SCOPE_AXES = ["experiment", "device", "phase"]
+# florencio2019's experiment: its tests are replicated only where this experiment ran.
+FLORENCIO_EXPERIMENT = "epoch"
 
 # Random re-pairings that show the paired Wilcoxon p of florencio2019 depends on the pairing.
 N_REPAIRINGS = 200
@@ -232,7 +236,15 @@ def florencio2019_tests(trials: pd.DataFrame, per_trial: pd.DataFrame,
     """florencio2019 replicated per matched pair: KS normality and the paired Wilcoxon test as
     published, for execution time (H1) and, when telemetry columns exist, GPU/CPU temperature and
     utilization (H2-H5); beside them Lilliefors, Shapiro-Wilk, random re-pairings, the unpaired
-    test, the test over trial medians and the test over interleaved blocks. Plus the p floor."""
+    test, the test over trial medians and the test over interleaved blocks. Plus the p floor.
+    Only where the paper's experiment (``epoch``) ran: elsewhere its tests answer a question
+    nobody asked (a normality test of a throughput trial's steps)."""
+    if "experiment" not in trials:
+        return []
+    per_trial = per_trial[per_trial["experiment"] == FLORENCIO_EXPERIMENT]
+    trials = trials[trials["experiment"] == FLORENCIO_EXPERIMENT]
+    if trials.empty:
+        return []
     rng = np.random.default_rng(seed)
     groups = iteration_groups(iterations)
     rows = [result_row(
@@ -284,7 +296,7 @@ def florencio2019_tests(trials: pd.DataFrame, per_trial: pd.DataFrame,
 
 def _not_measured_rows(trials: pd.DataFrame, source: str) -> list[dict]:
     rows = []
-    scopes = trials[FAMILY_AXES].drop_duplicates().itertuples(index=False) if len(trials) else []
+    scopes = trials[SCOPE_AXES].drop_duplicates().itertuples(index=False) if len(trials) else []
     scopes = list(scopes)
     for hyp, metric in FLORENCIO_HYPOTHESES[1:]:
         label, candidates = TELEMETRY_METRICS[metric]
@@ -367,7 +379,7 @@ def _power_rows(per_trial: pd.DataFrame, *, confidence: float, rope: float,
     column = _present(per_trial, candidates)
     hyp = f"batch size does not affect power: every batch within ±{rope:.0%} of the smallest"
     if column is None:
-        scopes = per_trial[FAMILY_AXES].drop_duplicates() if len(per_trial) else pd.DataFrame()
+        scopes = per_trial[SCOPE_AXES].drop_duplicates() if len(per_trial) else pd.DataFrame()
         return [result_row(family=f"patel2023/{s.experiment}/{s.device}/power", source="patel2023",
                            hypothesis=hyp, test="TOST equivalence",
                            scope=f"{s.experiment}/{s.device}",

@@ -4,10 +4,11 @@ trial result files (docs/export.md describes every column). Framework-free."""
 from __future__ import annotations
 
 import json
-import os
 import statistics
 from pathlib import Path
 
+from fwbench.analysis.steady_state import classify
+from fwbench.files import write_atomic
 from fwbench.measure.results import load_trial, samples_per_iteration
 from fwbench.measure.telemetry.machine import trial_machine_columns
 
@@ -44,7 +45,11 @@ def trial_row(result: dict) -> dict:
         "stop_reason": result["stop_reason"],
         "block_ns_per_iteration": (statistics.median(result["block_ns"]) / result["block_size"]
                                    if result["block_ns"] else None),
+        "block_mean_ns_per_iteration": (statistics.fmean(result["block_ns"])
+                                        / result["block_size"] if result["block_ns"] else None),
         "median_ns": statistics.median(times) if times else None,
+        "steady_state_class": classify(times) if times else None,
+        "analysis_plan": result["settings"]["requested"].get("analysis_plan"),
         "threads_requested": result["settings"]["requested"]["threads"],
         "threads_intra": in_force.get("threads_intra"),
         "threads_inter": in_force.get("threads_inter"),
@@ -260,10 +265,9 @@ def _cells_table(trials):
 
 
 def write_tables(tables: dict, outputs: dict) -> None:
-    """Write each table to its parquet path atomically."""
+    """Write each table to its parquet path atomically, every value as it is: the tables hold
+    measurements and plain arithmetic on them (medians, differences of times), which gives the
+    same bits on every machine; the statistics, which go through linear algebra, are the CSVs
+    that round (fwbench.files.write_csv)."""
     for name, frame in tables.items():
-        path = Path(outputs[name])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        frame.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
+        write_atomic(outputs[name], frame.to_parquet(index=False))

@@ -1,8 +1,9 @@
 """tests.csv: every hypothesis test the statistics run, one row each, corrected per family.
 
-The rows come from fwbench's own tests (here: the Mann-Whitney test each comparison's interval
-inverts, the paired test over interleaved blocks, the geometric mean of a family's ratios) and
-from the source papers' tests replicated beside the sound alternative (``paper_tests``).
+The rows come from fwbench's own tests (here: the paired t test each comparison's interval
+inverts and its TOST, the sign-flip check, the rank checks, the quality classes' Fisher test, the
+geometric mean of a family's ratios) and from the source papers' tests replicated beside the
+sound alternative (``paper_tests``).
 ``finish_tests`` applies each family's correction (Holm or Bonferroni) and the decisions that
 follow from it.
 """
@@ -12,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fwbench.analysis.comparisons import VERDICT_COLUMNS, arm_arrays, family_name, usable_arm
+from fwbench.analysis.comparisons import DEFAULT_FAMILY, arm_arrays, family_name
 from fwbench.analysis.estimators import geometric_mean_ratio, holm, verdict
 
-__all__ = ["comparison_tests", "geometric_mean_tests", "finish_tests", "result_row",
-           "TEST_COLUMNS"]
+__all__ = ["comparison_tests", "quality_tests", "geometric_mean_tests", "finish_tests",
+           "result_row", "TEST_COLUMNS"]
 
 TEST_COLUMNS = [
     "family", "source", "hypothesis", "test", "variant", "scope", "phase", "metric", "n",
@@ -34,55 +35,91 @@ def result_row(**kw) -> dict:
 
 
 def comparison_tests(comparisons: pd.DataFrame, confidence: float = 0.95) -> list[dict]:
-    """The Mann-Whitney test over trial medians behind each comparison (Bonferroni within the
-    family: the test its interval inverts, so it rejects exactly when the verdict says faster),
-    and the paired Wilcoxon over interleaved blocks (trial k of one framework with trial k of the
-    other)."""
+    """Per comparison: the paired t test its interval inverts and the TOST its equivalence
+    reads (Bonferroni within the family: they decide exactly as the verdict does), the exact
+    sign-flip test of the same log ratios (Bonferroni: the check), and the unpaired rank tests
+    of every ok trial, Brunner-Munzel and Mann-Whitney (Holm: robustness)."""
     rows = []
     alpha = 1.0 - confidence
     for r in comparisons.itertuples(index=False):
+        base = dict(source="fwbench", scope=r.pair_id, phase=r.phase, metric="time per step",
+                    exploratory=r.exploratory)
+        pairs = f"{r.n_pairs_used} pairs"
         rows.append(result_row(
-            family=f"comparison/{r.family}", source="fwbench",
-            hypothesis="PyTorch and TensorFlow trial medians come from the same distribution",
-            test="Mann-Whitney U, two-sided", variant=f"trial medians (unit: trial), "
-                                                      f"{r.mannwhitney_method}",
-            scope=r.pair_id, phase=r.phase, metric="time", n=f"{r.n_pytorch}+{r.n_tensorflow}",
-            statistic=r.mannwhitney_u, estimate=r.ratio, ci_low=r.ratio_ci_low,
-            ci_high=r.ratio_ci_high, p=r.mannwhitney_p, correction="bonferroni",
+            **base, family=f"comparison/{r.family}",
+            hypothesis="the mean PyTorch/TensorFlow log ratio of time per step is 0",
+            test="paired t, two-sided", variant="per-pair log ratios (the primary)", n=pairs,
+            statistic=r.paired_t, estimate=r.ratio, ci_low=r.ratio_ci_low,
+            ci_high=r.ratio_ci_high, p=r.paired_p, correction="bonferroni",
             decision="reject H0" if r.p_adjusted <= alpha else "do not reject H0",
-            exploratory=r.exploratory,
-            note=f"estimate: ratio of medians; interval: the verdict's (Bonferroni level); "
+            note=f"estimate: exp(mean log ratio); interval: the verdict's (1 - alpha/m); "
                  f"verdict {r.verdict}"))
         rows.append(result_row(
-            family=f"comparison-blocks/{r.family}", source="fwbench",
-            hypothesis="within interleaved blocks the PyTorch/TensorFlow log ratio is centred on 0",
-            test="Wilcoxon signed-rank, two-sided", variant="paired over blocks (trial k with k)",
-            scope=r.pair_id, phase=r.phase, metric="time", n=str(r.n_blocks),
-            p=r.blocks_wilcoxon_p, correction="holm", exploratory=r.exploratory,
-            note=_blocks_note(r.n_pairs, r.n_pairs_adjacent)))
+            **base, family=f"equivalence/{r.family}",
+            hypothesis=f"the ratio lies outside {r.rope_low:.4g}..{r.rope_high:.4g}",
+            test="TOST (two one-sided paired t tests)", variant="per-pair log ratios", n=pairs,
+            estimate=r.ratio, ci_low=r.equivalence_ci_low, ci_high=r.equivalence_ci_high,
+            p=r.tost_p, correction="bonferroni",
+            note="interval: 1 - 2 alpha/m (Schuirmann), the one the verdict's equivalence reads"))
+        rows.append(result_row(
+            **base, family=f"comparison-signflip/{r.family}",
+            hypothesis="the per-pair log ratios are symmetric around 0",
+            test="sign-flip permutation, two-sided", variant=r.signflip_method, n=pairs,
+            p=r.signflip_p, correction="bonferroni",
+            note=f"the distribution-free check of the paired t; its smallest p is 2/2^n = "
+                 f"{2.0 ** (1 - r.n_pairs_used):.2g}" if r.n_pairs_used else "no pairs"))
+        trials = f"{r.n_pytorch}+{r.n_tensorflow}"
+        rows.append(result_row(
+            **base, family=f"comparison-ranks/{r.family}",
+            hypothesis="P(PyTorch slower) = P(TensorFlow slower) for a trial of each",
+            test="Brunner-Munzel, two-sided", variant="unpaired, every ok trial (robustness)",
+            n=trials, p=r.brunner_munzel_p, correction="holm",
+            note="allows the two frameworks' spreads between trials to differ"))
+        rows.append(result_row(
+            **base, family=f"comparison-ranks/{r.family}",
+            hypothesis="PyTorch and TensorFlow trials come from the same distribution",
+            test="Mann-Whitney U, two-sided", variant=f"unpaired, every ok trial, "
+                                                      f"{r.mannwhitney_method}",
+            n=trials, statistic=r.mannwhitney_u, estimate=r.ratio_hl, ci_low=r.ratio_hl_ci_low,
+            ci_high=r.ratio_hl_ci_high, p=r.mannwhitney_p, correction="holm",
+            note="estimate: Hodges-Lehmann ratio with its interval at 1 - alpha/m; assumes "
+                 "equal shapes, which unequal spreads break"))
     return rows
 
 
-def _blocks_note(pairs: int, adjacent_pairs) -> str:
-    if pd.isna(adjacent_pairs):
-        return (f"pairs trial k of both frameworks, planned back to back; this run did not "
-                f"record whether they were, so all {pairs} pairs are used")
-    return (f"pairs trial k of both frameworks where they ran back to back: {adjacent_pairs} "
-            f"of {pairs} pairs did, only those are used")
+def quality_tests(quality: pd.DataFrame) -> list[dict]:
+    """Per family: Fisher's exact test that the quality classes of the trials occur at the same
+    rates in both frameworks (``trial_quality.quality_table``); Holm across families."""
+    rows = []
+    for (_run, family), group in quality.groupby(["run", "family"], sort=True):
+        counts = "; ".join(
+            f"{r.framework}: " + ", ".join(f"{c[2:]}={getattr(r, c)}" for c in
+                                           ("n_flat", "n_warmup", "n_slowdown",
+                                            "n_no_steady_state"))
+            for r in group.itertuples())
+        rows.append(result_row(
+            family="quality", source="fwbench", scope=family,
+            hypothesis="the quality classes of trials occur at the same rates in both "
+                       "frameworks",
+            test="Fisher's exact test", variant="frameworks x classes", metric="class",
+            n=str(int(group["n_trials"].sum())), p=group["fisher_p"].iloc[0],
+            correction="holm", note=counts))
+    return rows
 
 
 def geometric_mean_tests(per_trial: pd.DataFrame, *, confidence: float = 0.95,
                          rope: float = 0.05, n_boot: int = 2000, seed: int = 0,
-                         comparisons: pd.DataFrame | None = None) -> list[dict]:
-    """One row per family (experiment×device×phase): geometric mean of the ratios of medians.
+                         comparisons: pd.DataFrame | None = None,
+                         family=DEFAULT_FAMILY) -> list[dict]:
+    """One row per family: the geometric mean over its comparisons of the ratio of the cells'
+    time per step, every ok trial.
 
     Exploratory when any of its comparisons is (``comparisons``: compare_pairs' table), since
     a mean of hints is a hint."""
     by_family: dict = {}
-    for _run, _pair_id, axes, pt, tf in arm_arrays(per_trial, VERDICT_COLUMNS):
-        (pt, _), (tf, _) = usable_arm(pt), usable_arm(tf)  # as compare_pairs does
-        by_family.setdefault(family_name(axes), []).append(
-            (pt["trial_median_ns"].astype(float), tf["trial_median_ns"].astype(float)))
+    for _run, _pair_id, axes, pt, tf in arm_arrays(per_trial, ["trial_step_ns"]):
+        by_family.setdefault(family_name(axes, family), []).append(
+            (pt["trial_step_ns"].astype(float), tf["trial_step_ns"].astype(float)))
     hints = (comparisons[comparisons["exploratory"].astype(bool)]
              if comparisons is not None and len(comparisons) else pd.DataFrame(columns=["family"]))
     rows = []
@@ -95,9 +132,9 @@ def geometric_mean_tests(per_trial: pd.DataFrame, *, confidence: float = 0.95,
                     + note)
         rows.append(result_row(exploratory=bool(n_hints),
             family=f"geomean/{fam}", source="fwbench",
-            hypothesis="across these cells, PyTorch and TensorFlow take the same time",
+            hypothesis="across these cells, PyTorch and TensorFlow take the same time per step",
             test="geometric mean of ratios", variant=gm.method, scope=fam,
-            phase=fam.split("/")[-1], metric="time", n=str(len(pairs)), estimate=gm.estimate,
+            phase="", metric="time per step", n=str(len(pairs)), estimate=gm.estimate,
             ci_low=gm.low, ci_high=gm.high, decision=decision,
             note=f"{note}; >1 means PyTorch slower; the interval covers trial noise for these "
                  f"{len(pairs)} cells, not other configurations"))

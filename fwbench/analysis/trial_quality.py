@@ -1,11 +1,15 @@
-"""Which trials can support a confirmatory verdict, and which interleaved pairs really ran back
-to back. Framework-free; ``fwbench.analysis.comparisons`` applies it to every comparison, the report
-counts it.
+"""The quality of trials as findings, and which interleaved pairs really ran back to back.
+Framework-free; the report counts it.
 
-A trial whose warm-up never settled, or whose timed iterations drift, did not measure the steady
-state the verdict is about: it is left out of its comparison (both frameworks, same rule, decided
-before any comparison). A comparison left with fewer than ``min_trials_for_verdict`` trials on a
-side is only a hint: ``exploratory``, with the reason.
+Each ok trial has a quality class from the changepoints of its timed steps
+(fwbench.analysis.steady_state: flat, warmup, slowdown, no_steady_state), and may have a warm-up
+that never settled (``warmup_steady`` false). The primary analysis keeps every ok trial: leaving
+trials out on their own outcome moves the ratio (the three slowest trials of a cell were the
+ones left out). The classes are counted per framework and family, with Fisher's exact test of
+whether their rates differ between the frameworks (``quality_table``); the analysis without the
+classes the plan names (``statistics.sensitivity_leaves_out``) is a sensitivity analysis beside
+the primary one (``sensitive_trials``). ``usable`` and ``exploratory_reasons`` are the older rule
+that leaves such trials out, which ``fwbench compare`` still applies.
 """
 
 from __future__ import annotations
@@ -13,8 +17,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from fwbench.analysis.estimators import fisher_exact
+from fwbench.analysis.steady_state import CLASSES
+
 # Columns the harness may record per trial for drift within its timed iterations; without one,
-# the statistics compute drift from the iterations (fwbench.analysis.trial_stats._drift).
+# the statistics take a quality class other than flat (fwbench.analysis.trial_stats).
 DRIFT_COLUMNS = ("drift_detected", "drift")
 
 
@@ -101,10 +108,11 @@ def adjacency_summary(trials: pd.DataFrame) -> dict:
 
 def steadiness_summary(trials: pd.DataFrame, cell_stats: pd.DataFrame,
                        comparisons: pd.DataFrame) -> dict:
-    """Counts for the report: ok trials, those whose warm-up never settled, those that drift
-    (``drift_source`` says whether the harness recorded it or the statistics computed it), the
-    comparisons that left such trials out, and those of them left exploratory."""
-    ok = int((trials["status"] == "ok").sum()) if "status" in trials else 0
+    """Counts for the report: ok trials, those whose warm-up never settled, those whose timed
+    steps are not flat (``drift_source`` says whether the harness recorded drift or the
+    changepoints found it), each quality class, the comparisons with such trials (all kept in
+    the primary analysis), and those of them left exploratory."""
+    ok_rows = trials[trials["status"] == "ok"] if "status" in trials else trials.iloc[:0]
     total = {c: int(pd.to_numeric(cell_stats[c], errors="coerce").fillna(0).sum())
              if c in cell_stats else None for c in ("warmup_unsteady_trials", "drift_trials")}
     touched = short = None
@@ -115,8 +123,66 @@ def steadiness_summary(trials: pd.DataFrame, cell_stats: pd.DataFrame,
         short = comparisons["exploratory"].astype(bool) if "exploratory" in comparisons else False
         touched, short = int(touched.sum()), int((touched & short).sum())
     recorded = not recorded_drift(trials).isna().all() if len(trials) else False
-    return {"ok": ok, "unsteady": total["warmup_unsteady_trials"],
+    classes = (class_counts(ok_rows["steady_state_class"])
+               if "steady_state_class" in ok_rows else {})
+    return {"ok": len(ok_rows), "unsteady": total["warmup_unsteady_trials"],
             "drifting": total["drift_trials"], "comparisons": touched,
-            "exploratory": short,
+            "exploratory": short, "classes": classes,
             "drift_source": "recorded by the harness" if recorded else
-                            "tested on each trial's timed iterations by the statistics"}
+                            "changepoints of each trial's timed steps"}
+
+
+# The quality findings a trial may have: its class, and a warm-up that never settled.
+FINDINGS = (*CLASSES, "unsteady_warmup")
+QUALITY_COLUMNS = ["run", "family", "framework", "n_trials", *[f"n_{c}" for c in FINDINGS],
+                   "fisher_p", "test"]
+
+
+def class_counts(classes) -> dict:
+    """{class: number of trials} for every class of steady_state.CLASSES, in that order."""
+    values = list(classes)
+    return {c: sum(1 for v in values if v == c) for c in CLASSES}
+
+
+def findings(per_trial: pd.DataFrame) -> pd.DataFrame:
+    """One boolean column per finding (FINDINGS) per trial row: its class, and
+    ``unsteady_warmup`` where its warm-up recorded that it never settled."""
+    cls = per_trial["steady_state_class"] if "steady_state_class" in per_trial else None
+    out = {c: (cls == c) if cls is not None else pd.Series(False, index=per_trial.index)
+           for c in CLASSES}
+    steady = per_trial["warmup_steady"] if "warmup_steady" in per_trial else None
+    out["unsteady_warmup"] = pd.Series(
+        [_known(s) and not bool(s) for s in steady] if steady is not None
+        else [False] * len(per_trial), index=per_trial.index)
+    return pd.DataFrame(out, index=per_trial.index).astype(bool)
+
+
+def sensitive_trials(per_trial: pd.DataFrame, leave_out) -> pd.Series:
+    """Per trial row: True where it has a finding the sensitivity analysis leaves out."""
+    flags = findings(per_trial)
+    names = [c for c in leave_out if c in flags]
+    return flags[names].any(axis=1) if names else pd.Series(False, index=per_trial.index)
+
+
+def quality_table(per_trial: pd.DataFrame, family_of) -> pd.DataFrame:
+    """stats/quality.csv: per family of comparisons (``family_of``: row -> family name) and
+    framework, the ok trials and how many have each finding; ``fisher_p`` is Fisher's exact test
+    that the classes (flat, warmup, slowdown, no_steady_state) occur at the same rates in both
+    frameworks of the family (a 2 x k table of counts), the same on both rows."""
+    if per_trial.empty:
+        return pd.DataFrame(columns=QUALITY_COLUMNS)
+    frame = per_trial.assign(family=[family_of(r) for _, r in per_trial.iterrows()])
+    flags = findings(frame)
+    rows = []
+    for (run, family), group in frame.groupby(["run", "family"], sort=True):
+        counts = {fw: flags.loc[g.index].sum() for fw, g in group.groupby("framework")}
+        table = [[int(counts[fw][c]) for c in CLASSES] for fw in sorted(counts)]
+        p = fisher_exact(table) if len(table) == 2 else float("nan")
+        for fw in sorted(counts):
+            rows.append({"run": run, "family": family, "framework": fw,
+                         "n_trials": int((group["framework"] == fw).sum()),
+                         **{f"n_{c}": int(counts[fw][c]) for c in FINDINGS},
+                         "fisher_p": p,
+                         "test": "Fisher's exact test, frameworks x classes (flat, warmup, "
+                                 "slowdown, no_steady_state)"})
+    return pd.DataFrame(rows, columns=QUALITY_COLUMNS)

@@ -1,10 +1,14 @@
 """The statistics of trials: one row per ok trial, and per cell the summary of its trials.
 
-The unit of replication is the trial (a fresh process), summarized by the median of its timed
-iterations; ``trial_statistics`` gives each ok trial that median with its spread, outliers and
-drift, and ``cell_summaries`` turns a cell's trials into its row of cells.csv (median of trial
-medians with its interval, throughput, and the warnings a reader needs before trusting it). The
-comparisons and the tests table start from the same per-trial rows.
+The unit of replication is the trial (a fresh process). Each ok trial gets its **time per step**
+(``trial_step_ns``: the mean over its timed blocks of block time / block size, the quantity every
+throughput comparison reads; the mean of its single steps where it timed no blocks), the median
+of its single steps (its latency), their spread and outliers, and its quality class
+(``steady_state_class``: flat, warmup, slowdown or no_steady_state, from the changepoints of its
+timed steps, fwbench.analysis.steady_state). ``cell_summaries`` turns a cell's trials into its
+row of cells.csv: the geometric mean time per step with its interval and the throughput from it
+(the numbers the comparisons' ratios are made of), the median of single steps, and the warnings
+a reader needs before trusting them.
 """
 
 from __future__ import annotations
@@ -15,32 +19,34 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from fwbench.analysis.estimators import hierarchical_bootstrap_mean_ci, median_ci, tukey_outliers
+from fwbench.analysis.estimators import (
+    hierarchical_bootstrap_mean_ci,
+    median_ci,
+    t_interval,
+    tukey_outliers,
+)
+from fwbench.analysis.steady_state import classify
 from fwbench.analysis.tables import AXES
-from fwbench.analysis.trial_quality import recorded_drift
+from fwbench.analysis.trial_quality import class_counts, recorded_drift
 
 __all__ = ["trial_statistics", "cell_summaries", "iteration_groups", "CELL_COLUMNS"]
 
 # "Standard deviation at least 10% of the mean" marks a cell unstable (issue 7).
 UNSTABLE_CV = 0.10
-# A trial drifts when its iteration times trend (Kendall's tau, p below this; iterations are
-# autocorrelated, so the level is strict) *and* the last third differs from the first third by at
-# least DRIFT_CHANGE of the median: significance alone flags harmless trends in long trials.
-DRIFT_P = 0.01
-DRIFT_CHANGE = 0.05
-DRIFT_MIN_ITERATIONS = 8
 
 KEY = ["run", "cell_id"]
 
 CELL_COLUMNS = [
     "run", "cell_id", "pair_id", *AXES,
     "n_trials", "n_ok", "statuses", "n_iterations",
+    "step_ns", "step_ci_low_ns", "step_ci_high_ns", "step_source",
     "median_ns", "ci_low_ns", "ci_high_ns", "ci_level", "ci_method",
     "mean_ns", "mean_ci_low_ns", "mean_ci_high_ns", "sd_ns", "iqr_ns", "min_ns", "max_ns",
     "cv", "cv_within", "iteration_min_ns", "iteration_max_ns", "cold_start_median_ns",
     "samples_per_iteration", "throughput_sps", "throughput_ci_low_sps", "throughput_ci_high_sps",
     "throughput_source",
-    "outliers", "outlier_trials", "drift", "drift_trials", "warmup_unsteady_trials",
+    "outliers", "outlier_trials", "quality_classes", "drift", "drift_trials",
+    "warmup_unsteady_trials",
     "order_trend_p", "unstable", "warnings",
 ]
 
@@ -59,44 +65,50 @@ def iteration_groups(iterations) -> dict:
     return {key: values[idx] for key, idx in positions.items()}
 
 
-def _drift(t: np.ndarray) -> tuple[bool, float]:
-    """(drifting, relative change of the last third against the first third)."""
-    n = t.size
-    if n < DRIFT_MIN_ITERATIONS or np.ptp(t) == 0:
-        return False, 0.0
-    third = n // 3
-    change = (np.median(t[-third:]) - np.median(t[:third])) / np.median(t)
-    tau = sps.kendalltau(np.arange(n), t)
-    return bool(tau.pvalue < DRIFT_P and abs(change) >= DRIFT_CHANGE), float(change)
+def _step(rec, t) -> tuple[float, str]:
+    """A trial's time per step and where it comes from: the mean over its timed blocks of block
+    time / block size (tables from before that column: the median block, the same with one
+    block), else the mean of its single steps."""
+    for column in ("block_mean_ns_per_iteration", "block_ns_per_iteration"):
+        value = getattr(rec, column, None)
+        if value is not None and pd.notna(value):
+            return float(value), "blocks"
+    if t is not None and t.size:
+        return float(t.mean()), "single steps"
+    return math.nan, "none"
 
 
 def trial_statistics(trials: pd.DataFrame, iterations: pd.DataFrame) -> pd.DataFrame:
-    """One row per ok trial: its iteration median (the unit of replication), mean, standard
-    deviation, number of iterations, Tukey outliers among its iterations, and drift (the
-    trial's own ``drift_detected`` where the harness recorded it, else ``_drift`` of its
-    timed iterations)."""
+    """One row per ok trial: its time per step (``trial_step_ns``, the comparisons' quantity),
+    the median, mean and standard deviation of its single steps, their number and Tukey
+    outliers, its quality class (the trials table's ``steady_state_class``, else classified
+    here from its timed steps) and drift: the trial's own ``drift_detected`` where the harness
+    recorded it, else a class other than flat (its timed steps changed level)."""
     ok = trials[trials["status"] == "ok"].copy()
     groups = iteration_groups(iterations)
     recorded = recorded_drift(ok)
+    classes = (ok["steady_state_class"] if "steady_state_class" in ok
+               else pd.Series(None, index=ok.index, dtype=object))
     rows = []
-    for rec, harness_drift in zip(ok.itertuples(index=False), recorded):
+    for rec, harness_drift, cls in zip(ok.itertuples(index=False), recorded, classes):
         t = groups.get((rec.run, rec.cell_id, rec.trial))
+        step, source = _step(rec, t)
+        if not isinstance(cls, str):
+            cls = classify(t) if t is not None and t.size else None
+        drifting = (cls not in (None, "flat")) if harness_drift is pd.NA else bool(harness_drift)
         if t is None or t.size == 0:
             median = float(rec.median_ns) if pd.notna(rec.median_ns) else math.nan
-            rows.append((median, math.nan, math.nan, 0, 0,
-                         False if harness_drift is pd.NA else bool(harness_drift), 0.0))
+            rows.append((step, source, median, math.nan, math.nan, 0, 0, cls, drifting))
             continue
-        drifting, change = _drift(t)
-        if harness_drift is not pd.NA:  # the harness's own test, where it recorded one
-            drifting = bool(harness_drift)
-        rows.append((float(np.median(t)), float(t.mean()),
+        rows.append((step, source, float(np.median(t)), float(t.mean()),
                      float(t.std(ddof=1)) if t.size > 1 else math.nan,
-                     int(t.size), tukey_outliers(t), drifting, change))
-    stats_cols = ["trial_median_ns", "trial_mean_ns", "trial_sd_ns", "trial_n", "trial_outliers",
-                  "trial_drift", "trial_drift_change"]
+                     int(t.size), tukey_outliers(t), cls, drifting))
+    stats_cols = ["trial_step_ns", "trial_step_source", "trial_median_ns", "trial_mean_ns",
+                  "trial_sd_ns", "trial_n", "trial_outliers", "steady_state_class",
+                  "trial_drift"]
     extra = pd.DataFrame(rows, columns=stats_cols, index=ok.index)
-    out = pd.concat([ok, extra], axis=1)
-    out = out[np.isfinite(out["trial_median_ns"].astype(float))]
+    out = pd.concat([ok.drop(columns=["steady_state_class"], errors="ignore"), extra], axis=1)
+    out = out[np.isfinite(out["trial_step_ns"].astype(float))]
     return out.reset_index(drop=True)
 
 
@@ -141,18 +153,22 @@ def cell_summaries(trials: pd.DataFrame, per_trial: pd.DataFrame, iterations: pd
     return cells
 
 
-def _throughput(pt, spi: float, single, confidence: float) -> dict:
-    """Samples per second from the trials' blocks (many steps, one synchronization: a device
-    that runs ahead is kept busy, as in training) where every trial timed blocks; else from the
-    single steps, whose median is the latency."""
-    blocks = pd.to_numeric(pt["block_ns_per_iteration"], errors="coerce") \
-        if "block_ns_per_iteration" in pt else pd.Series(dtype=float)
-    from_blocks = bool(len(blocks)) and bool(blocks.notna().all())
-    ci = median_ci(blocks.to_numpy(dtype=float), confidence) if from_blocks else single
-    return {"throughput_sps": spi / ci.estimate * 1e9,
-            "throughput_ci_low_sps": spi / ci.high * 1e9,
-            "throughput_ci_high_sps": spi / ci.low * 1e9,
-            "throughput_source": "blocks" if from_blocks else "single steps"}
+def _steps(pt, spi: float, confidence: float) -> dict:
+    """The cell's time per step: the geometric mean of its trials' (``trial_step_ns``), with
+    the t interval of their logs, exponentiated, at ``confidence``: the numbers a comparison's
+    ratio is made of (with every trial paired, PyTorch's over TensorFlow's is its ratio). The
+    throughput maps it through samples / time."""
+    steps = pt["trial_step_ns"].to_numpy(dtype=float)
+    ci = t_interval(np.log(steps), confidence)
+    step, low, high = (math.exp(v) if np.isfinite(v) else math.nan
+                       for v in (ci.estimate, ci.low, ci.high))
+    sources = set(pt["trial_step_source"])
+    source = "blocks" if sources == {"blocks"} else (
+        "single steps" if sources == {"single steps"} else "blocks and single steps")
+    return {"step_ns": step, "step_ci_low_ns": low, "step_ci_high_ns": high,
+            "step_source": source, "throughput_sps": spi / step * 1e9,
+            "throughput_ci_low_sps": spi / high * 1e9, "throughput_ci_high_sps": spi / low * 1e9,
+            "throughput_source": source}
 
 
 def _cell_stats(pt, groups, first, confidence, min_trials, n_boot, rng, group) -> dict:
@@ -172,9 +188,10 @@ def _cell_stats(pt, groups, first, confidence, min_trials, n_boot, rng, group) -
 
 
 def _trial_spread(pt, groups, spi, confidence, n_boot, rng) -> dict:
-    """A cell's numbers from its ok trials in run order: the median of trial medians with its
-    interval, the bootstrapped mean, spread between and within trials, throughput, outliers,
-    drift, unsteady warm-ups and any trend with run order."""
+    """A cell's numbers from its ok trials in run order: the time per step with its interval and
+    the throughput from it, the median of trial medians (single steps) with its interval, the
+    bootstrapped mean, spread between and within trials, outliers, quality classes, unsteady
+    warm-ups and any trend of the time per step with run order."""
     med = pt["trial_median_ns"].to_numpy(dtype=float)
     n = med.size
     ci = median_ci(med, confidence)
@@ -190,9 +207,11 @@ def _trial_spread(pt, groups, spi, confidence, n_boot, rng) -> dict:
     cv_within = float(np.nanmedian(within)) if np.isfinite(within).any() else math.nan
     drift_trials = int(pt["trial_drift"].sum())
     unsteady = int((pt["warmup_steady"] == False).sum())  # noqa: E712 (None is not unsteady)
+    counts = class_counts(pt["steady_state_class"])
+    steps = pt["trial_step_ns"].to_numpy(dtype=float)
     order_p = math.nan
-    if n >= 5 and np.ptp(med) > 0:
-        order_p = float(sps.kendalltau(pt["run_order"].to_numpy(), med).pvalue)
+    if n >= 5 and np.ptp(steps) > 0:
+        order_p = float(sps.kendalltau(pt["run_order"].to_numpy(), steps).pvalue)
     unstable = bool((np.isfinite(cv) and cv >= UNSTABLE_CV)
                     or (np.isfinite(cv_within) and cv_within >= UNSTABLE_CV))
     cold = pd.to_numeric(pt["cold_start_ns"], errors="coerce").to_numpy(dtype=float)
@@ -209,9 +228,10 @@ def _trial_spread(pt, groups, spi, confidence, n_boot, rng) -> dict:
         "iteration_max_ns": float(iters.max()) if iters.size else math.nan,
         "cold_start_median_ns": float(np.nanmedian(cold)) if np.isfinite(cold).any() else math.nan,
         "samples_per_iteration": spi,
-        **_throughput(pt, spi, ci, confidence),
+        **_steps(pt, spi, confidence),
         "outliers": int(pt["trial_outliers"].sum()),
         "outlier_trials": tukey_outliers(med),
+        "quality_classes": ", ".join(f"{c}={k}" for c, k in counts.items() if k),
         "drift": bool(drift_trials > 0), "drift_trials": drift_trials,
         "warmup_unsteady_trials": unsteady, "order_trend_p": order_p,
         "unstable": unstable,
@@ -233,11 +253,12 @@ def _cell_warnings(stats: dict, n: int, min_trials: int, confidence: float,
     if np.isfinite(cv_within) and cv_within >= UNSTABLE_CV:
         warn.append(f"unstable within trials: median sd is {cv_within:.0%} of the mean")
     if drift_trials:
-        warn.append(f"drift after warm-up in {drift_trials} of {n} trials")
+        warn.append(f"timed steps not flat in {drift_trials} of {n} trials "
+                    f"({stats['quality_classes']})")
     if unsteady:
         warn.append(f"warm-up did not reach a steady state in {unsteady} of {n} trials")
     if np.isfinite(order_p) and order_p < 0.05:
-        warn.append(f"trial medians trend with run order (Kendall p={order_p:.3g})")
+        warn.append(f"time per step trends with run order (Kendall p={order_p:.3g})")
     if level < confidence - 1e-9:
         warn.append(f"interval of the median only reaches {level:.1%} with {n} trials")
     if not np.isfinite(stats["samples_per_iteration"]):
