@@ -86,8 +86,8 @@ def test_runs_that_cannot_be_merged_are_refused_before_anything_is_written(sourc
 
 def test_the_pooled_ratio_only_where_the_origins_agree():
     def origin(run, ratio, low, high, verdict):
-        return {"run": run, "pair_id": "p", "ratio": ratio, "ratio_hl": ratio,
-                "ratio_ci_low": low, "ratio_ci_high": high, "ratio_ci_level": 0.99,
+        return {"run": run, "pair_id": "p", "ratio": ratio, "ratio_ci_low": low,
+                "ratio_ci_high": high, "ratio_ci_level": 0.99, "n_pairs_used": 8,
                 "rope_high": 1.05, "verdict": verdict, "exploratory": False}
 
     agree = pd.DataFrame([origin("a", 0.70, 0.60, 0.80, "pytorch_faster"),

@@ -2,25 +2,25 @@
 (the baseline) to run B (``fwbench compare``), and what differs between their environments.
 
 A cell is one framework's measurement (its cell id names every axis). Each cell the two runs
-share gets the ratio B/A of the main analysis's per-trial value (``VALUE``, the first of
-``comparisons.VERDICT_COLUMNS``), from the trials a comparison may use
-(``comparisons.usable_arm``), decided by ``compare_samples``, the rule every
-PyTorch/TensorFlow comparison of a run is decided by:
+share gets the ratio B/A of the main analysis's per-trial quantity, the time per step
+(``VALUE``, from ``trial_stats.trial_statistics``: the mean of a trial's timed blocks per
+step), from every ok trial, as the main analysis uses them (``compare_unpaired``):
 
 - The trials of two runs are not paired (different sessions, often different machines), so the
-  interval is unpaired: the Hodges-Lehmann shift of the log per-trial values, exponentiated,
-  with its distribution-free interval from the exact Mann-Whitney law. It is the main
-  analysis's estimator, so a ratio here means what a ratio in the report means; the number
-  shown, its interval and its test are one estimator; one slow trial moves it little (a Welch
-  interval on the logs would move with it). Its assumption, that the two runs' log values
-  differ by a shift, fails where one machine is noisier: the Brunner-Munzel test, valid with
-  unequal spreads, is the rank check beside it, and a verdict it does not confirm says so.
+  interval is unpaired: Welch's t interval of the difference of the mean log times per step,
+  exponentiated. It is the unpaired twin of the main analysis's paired t interval of the mean
+  log ratio: the same estimand (a ratio of geometric means), so a ratio here means what a ratio
+  in the report means, and the number shown, its interval and its test are one estimator.
+  Welch's, not Student's: a run on another machine may be noisier.
+- The rank check beside it, never instead: the Brunner-Munzel test (valid with unequal spreads,
+  and insensitive to one slow trial), Holm-adjusted over the cells; a verdict it does not
+  confirm at the same error rate says so in its note.
 - One error control over every cell compared: each interval is at the Bonferroni level
   1 - alpha/m for the m cells, so all m cover together with probability at least 1 - alpha.
-  "slower" and "faster" read that interval (it excludes 1); "same" is equivalence within the
-  margin of run A's analysis plan (``statistics.rope``), read from the same interval: a TOST at
-  alpha/m needs only the 1 - 2 alpha/m interval inside the margin, so the verdict is
-  conservative there. Anything else is "inconclusive".
+  "slower" and "faster" read that interval (it excludes 1); "same" is the TOST at alpha/m on
+  each side against the margin of run A's analysis plan (``statistics.rope``), read from the
+  1 - 2 alpha/m interval (Schuirmann 1987), as the main analysis reads it; anything else is
+  "inconclusive" (``estimators.verdict``, the run's one verdict rule).
 
 docs/compare.md describes the columns and the rule.
 """
@@ -34,8 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from fwbench.analysis.comparisons import VERDICT_COLUMNS, compare_samples, usable_arm
-from fwbench.analysis.estimators import holm, quietly
+from fwbench.analysis.estimators import holm, quietly, verdict
 from fwbench.analysis.run_folder import Run
 from fwbench.analysis.stats import with_default_axes
 from fwbench.analysis.tables import AXES
@@ -44,22 +43,23 @@ from fwbench.analysis.trial_stats import trial_statistics
 from fwbench.analysis.versions import diff_versions
 from fwbench.errors import FwbenchError
 
-__all__ = ["Comparison", "compare_runs", "slowdowns", "environment_differences",
-           "CELL_COLUMNS", "VERDICTS"]
+__all__ = ["Comparison", "compare_runs", "compare_unpaired", "slowdowns",
+           "environment_differences", "CELL_COLUMNS", "VERDICTS"]
 
 VERDICTS = ("slower", "faster", "same", "inconclusive")
-# A cell one run lacks, or one with no usable trial on a side, is listed but not compared.
+# A cell only one run has (with ok trials) is listed but not compared.
 NOT_COMPARED = "not compared"
 
 CELL_COLUMNS = [
     "cell_id", *AXES, "n_a", "n_b", "time_a_ns", "time_b_ns", "ratio", "ratio_ci_low",
-    "ratio_ci_high", "ratio_ci_level", "family_size", "mannwhitney_p", "p_adjusted",
+    "ratio_ci_high", "ratio_ci_level", "equivalence_ci_low", "equivalence_ci_high",
+    "equivalence_ci_level", "family_size", "welch_t", "welch_df", "welch_p", "p_adjusted",
     "brunnermunzel_p", "brunnermunzel_p_holm", "rope_low", "rope_high", "verdict",
     "exploratory", "note",
 ]
 
-# The per-trial value the main analysis's comparisons decide by.
-VALUE = VERDICT_COLUMNS[0]
+# The per-trial quantity the main analysis's comparisons decide by: time per step.
+VALUE = "trial_step_ns"
 
 # What the machine section compares, from the trials table (fwbench.analysis.tables).
 MACHINE = {"hostname": "host", "cpu_model": "CPU model", "cpu_count": "CPU cores",
@@ -130,7 +130,7 @@ def _arms(run: Run) -> dict[str, tuple[dict, dict]]:
                            ": its cells hold trials of several machines or sessions; compare "
                            "the runs it was merged from")
     per_trial = trial_statistics(trials, with_default_axes(run.iterations))
-    columns = ["trial", VALUE, "warmup_steady", "trial_drift"]
+    columns = ["trial", VALUE]
     arms = {}
     for cell_id, group in per_trial.sort_values("trial").groupby("cell_id", sort=True):
         axes = {axis: group[axis].iloc[0] for axis in AXES}
@@ -140,24 +140,44 @@ def _arms(run: Run) -> dict[str, tuple[dict, dict]]:
 
 def _compare_cell(arm_a: dict, arm_b: dict, m: int, confidence: float, rope: float,
                   min_trials: int) -> dict:
-    (arm_a, n_a), (arm_b, n_b) = usable_arm(arm_a), usable_arm(arm_b)
     values_a, values_b = (arm[VALUE].astype(float) for arm in (arm_a, arm_b))
-    decided = compare_samples(values_b, values_a, family_size=m, confidence=confidence,
-                              rope=rope, names=("faster", "slower"))
+    decided = compare_unpaired(values_a, values_b, family_size=m, confidence=confidence,
+                               rope=rope)
     check, _ = quietly(sps.brunnermunzel, np.log(values_b), np.log(values_a))
-    reasons = exploratory_reasons(n_a, n_b, min_trials)
-    return {
-        "n_a": values_a.size, "n_b": values_b.size,
-        "time_a_ns": float(np.median(values_a)), "time_b_ns": float(np.median(values_b)),
-        "ratio": decided["ratio_hl"], "ratio_ci_low": decided["ratio_ci_low"],
-        "ratio_ci_high": decided["ratio_ci_high"], "ratio_ci_level": decided["ratio_ci_level"],
-        "family_size": m, "mannwhitney_p": decided["mannwhitney_p"],
-        "p_adjusted": decided["p_adjusted"], "brunnermunzel_p": float(check.pvalue),
-        "rope_low": decided["rope_low"], "rope_high": decided["rope_high"],
-        "verdict": "same" if decided["verdict"] == "equivalent" else decided["verdict"],
-        "exploratory": bool(reasons),
-        "note": "; ".join([decided["verdict_note"], *reasons]),
-    }
+    reasons = exploratory_reasons(values_a.size, values_b.size, min_trials)
+    return {**decided, "n_a": values_a.size, "n_b": values_b.size,
+            "time_a_ns": float(np.median(values_a)), "time_b_ns": float(np.median(values_b)),
+            "brunnermunzel_p": float(check.pvalue), "exploratory": bool(reasons),
+            "note": "; ".join([decided["note"], *reasons])}
+
+
+def compare_unpaired(a, b, *, family_size: int = 1, confidence: float = 0.95,
+                     rope: float = 0.05) -> dict:
+    """The ratio B/A of two unpaired samples of positive per-trial values, decided as the
+    module says: Welch's t interval of mean log b - mean log a at 1 - alpha/m ("slower",
+    "faster"), the 1 - 2 alpha/m one for equivalence ("same"). Usage::
+
+        compare_unpaired(steps_a, steps_b, family_size=16)["verdict"]
+    """
+    a, b = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
+    alpha = 1.0 - confidence
+    level, eq_level = 1.0 - alpha / family_size, 1.0 - 2.0 * alpha / family_size
+    out = {"ratio_ci_level": level, "equivalence_ci_level": eq_level, "family_size": family_size,
+           "rope_low": 1.0 / (1.0 + rope), "rope_high": 1.0 + rope}
+    if a.size < 2 or b.size < 2 or not (np.ptp(a) > 0 or np.ptp(b) > 0):
+        ratio = math.exp(b.mean() - a.mean()) if a.size and b.size else math.nan
+        return {**out, "ratio": ratio, "verdict": "inconclusive",
+                "note": "no interval: fewer than two trials on a side, or no spread"}
+    test = sps.ttest_ind(b, a, equal_var=False)
+    ci, eq = test.confidence_interval(level), test.confidence_interval(eq_level)
+    low, high, eq_low, eq_high = (math.exp(v) for v in (ci.low, ci.high, eq.low, eq.high))
+    decided, note = verdict(low, high, rope=rope, names=("faster", "slower"),
+                            equivalence=(eq_low, eq_high))
+    return {**out, "ratio": math.exp(b.mean() - a.mean()), "ratio_ci_low": low,
+            "ratio_ci_high": high, "equivalence_ci_low": eq_low, "equivalence_ci_high": eq_high,
+            "welch_t": float(test.statistic), "welch_df": float(test.df),
+            "welch_p": float(test.pvalue), "p_adjusted": min(1.0, family_size * test.pvalue),
+            "verdict": "same" if decided == "equivalent" else decided, "note": note}
 
 
 def _note(row, alpha: float) -> str:

@@ -8,9 +8,9 @@ two origins or more, a pooled ratio under this rule:
 - pool only when the origins agree: Cochran's Q test of heterogeneity of their log ratios does
   not reject at ``HETEROGENEITY_ALPHA``, and no two origins reach opposite verdicts;
 - then the fixed-effect (inverse-variance) mean of the log ratios, each origin's standard error
-  read back from its interval and the level it attained (a normal approximation to the
-  Hodges-Lehmann interval), with an interval at the lowest level the origins' intervals reach
-  (the family's Bonferroni level) and the run's one verdict rule (``estimators.verdict``);
+  read back from its t interval (its level and ``n_pairs_used`` - 1 degrees of freedom), with
+  a normal interval at the lowest level the origins' intervals have (the family's Bonferroni
+  level) and the run's one verdict rule (``estimators.verdict``);
 - otherwise no pooled number: a ratio averaged over machines that disagree describes none of
   them, and the note gives Q's p-value and I^2 (the share of the spread beyond noise).
 A Q test that does not reject is no proof that the origins agree (with two origins it has
@@ -59,22 +59,18 @@ def pooled_comparisons(comparisons: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=POOLED_COLUMNS)
 
 
-def _estimate(group: pd.DataFrame) -> pd.Series:
-    """Each origin's ratio: the Hodges-Lehmann one where the table has it."""
-    return group["ratio_hl"] if "ratio_hl" in group else group["ratio"]
-
-
 def _pool(group: pd.DataFrame, alpha: float) -> dict:
     names = ", ".join(group["run"].astype(str))
     low, high = (group[c].to_numpy(dtype=float) for c in ("ratio_ci_low", "ratio_ci_high"))
     levels = group["ratio_ci_level"].to_numpy(dtype=float)
-    theta = np.log(_estimate(group).to_numpy(dtype=float))
+    theta = np.log(group["ratio"].to_numpy(dtype=float))
     base = {"origins": names, "pooled": False}
     if not (np.isfinite(theta).all() and np.isfinite(low).all() and np.isfinite(high).all()
             and (high > low).all()):
         return {**base, "verdict": "not pooled",
                 "note": "an origin has no interval: nothing to pool"}
-    se = (np.log(high) - np.log(low)) / (2 * ndtri(0.5 + levels / 2))
+    df = group["n_pairs_used"].to_numpy(dtype=float) - 1
+    se = (np.log(high) - np.log(low)) / (2 * sps.t.ppf(0.5 + levels / 2, df))
     w = 1.0 / se**2
     mean = float(np.sum(w * theta) / np.sum(w))
     q = float(np.sum(w * (theta - mean) ** 2))
