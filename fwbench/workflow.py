@@ -4,12 +4,14 @@ each trial job prints."""
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
+import shutil
 import sys
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 
 def snakemake_alive(directory: str | os.PathLike = ".") -> list[int]:
@@ -64,33 +66,95 @@ def rebuild_command(run_dir: str | os.PathLike, snakefile: str | os.PathLike) ->
 
 
 # What a rebuild writes and its checksums, one "sha256  path" line per file: the proof that the
-# shipped reference run rebuilds byte for byte (fwbench rebuild --check).
+# shipped reference run rebuilds byte for byte (fwbench rebuild --check). Beside them, RECORDED
+# keeps a copy of the tables the checksums were taken from (a few hundred kB for the reference
+# run), so that a table which differs is shown at its first differing value, not only named.
 MANIFEST = "rebuild.sha256"
-REBUILT = ("tables/*.parquet", "stats/*.csv", "audit/*.csv", "report/figures/*.svg",
-           "report/report.html", "report/report.pdf")
+RECORDED = "recorded"
+TABLES = ("tables/*.parquet", "stats/*.csv", "audit/*.csv", "report/data/*.csv")
+REBUILT = (*TABLES, "report/figures/*.svg", "report/data/*", "report/report.html",
+           "report/report.pdf")
 
 
 def manifest(run_dir: str | os.PathLike) -> dict[str, str]:
     """Checksum of every file a rebuild of ``run_dir`` writes, by path within the run."""
     run_dir = Path(run_dir)
     files = sorted({p for pattern in REBUILT for p in run_dir.glob(pattern)})
-    return {p.relative_to(run_dir).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in files}
+    return {p.relative_to(run_dir).as_posix(): _sha256(p) for p in files}
 
 
 def write_manifest(run_dir: str | os.PathLike) -> None:
-    lines = [f"{digest}  {path}\n" for path, digest in manifest(run_dir).items()]
-    Path(run_dir, MANIFEST).write_text("".join(lines))
+    """Record the checksums of what the rebuild wrote, and a copy of its tables (RECORDED)."""
+    from fwbench.files import staged_directory, write_atomic
+
+    run_dir = Path(run_dir)
+    digests = manifest(run_dir)
+    with staged_directory(run_dir / RECORDED) as copies:
+        for path in filter(_is_table, digests):
+            (copies / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(run_dir / path, copies / path)
+    write_atomic(run_dir / MANIFEST, "".join(f"{d}  {p}\n" for p, d in digests.items()))
 
 
 def check_manifest(run_dir: str | os.PathLike) -> list[str]:
-    """What differs between the rebuilt files and the run's recorded checksums (empty: none)."""
+    """What differs between the rebuilt files and the run's recorded checksums (empty: none),
+    one line per file; a table's line says where it first differs, when the run keeps its
+    recorded copy."""
+    run_dir = Path(run_dir)
     recorded = dict(reversed(line.split("  ", 1)) for line in
                     Path(run_dir, MANIFEST).read_text().splitlines() if line)
     rebuilt = manifest(run_dir)
-    return ([f"{p}: differs" for p in recorded if p in rebuilt and rebuilt[p] != recorded[p]]
+    return ([f"{p}: differs{_where(run_dir, p, recorded[p])}" for p in recorded
+             if p in rebuilt and rebuilt[p] != recorded[p]]
             + [f"{p}: not rebuilt" for p in recorded if p not in rebuilt]
             + [f"{p}: rebuilt but not recorded" for p in rebuilt if p not in recorded])
+
+
+def first_difference(recorded: str | os.PathLike, rebuilt: str | os.PathLike) -> str:
+    """Where two versions of one table (CSV or Parquet) first differ: ``at row 129, column p:
+    recorded '0.406991412431537', rebuilt '0.4069914124315368'``. Rows count from 1 under the
+    header; a CSV's values are its text, a Parquet table's as Python prints them."""
+    (old_columns, old), (new_columns, new) = _cells(recorded), _cells(rebuilt)
+    if old_columns != new_columns:
+        return f"in its columns: recorded {old_columns}, rebuilt {new_columns}"
+    for row, (old_row, new_row) in enumerate(zip(old, new), 1):
+        for column, a, b in zip(old_columns, old_row, new_row):
+            if a != b:
+                return f"at row {row}, column {column}: recorded {a!r}, rebuilt {b!r}"
+    if len(old) != len(new):
+        return f"in its number of rows: recorded {len(old)}, rebuilt {len(new)}"
+    return "in its bytes only: every value is the same"
+
+
+def _where(run_dir: Path, path: str, digest: str) -> str:
+    copy = run_dir / RECORDED / path
+    if not _is_table(path):
+        return ""
+    if not copy.is_file():
+        return f" (no recorded copy, {RECORDED}/{path}, to show where)"
+    if _sha256(copy) != digest:
+        return f" ({RECORDED}/{path} is not the file recorded: record again to show where)"
+    return f" {first_difference(copy, run_dir / path)}"
+
+
+def _is_table(path: str) -> bool:
+    return any(PurePosixPath(path).match(pattern) for pattern in TABLES)
+
+
+def _cells(path: str | os.PathLike) -> tuple[list[str], list[list[str]]]:
+    """A table's column names and its rows, each value as text."""
+    if Path(path).suffix == ".parquet":
+        import pandas as pd
+
+        table = pd.read_parquet(path).to_dict("split")
+        return list(table["columns"]), [[str(v) for v in row] for row in table["data"]]
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    return (rows[0] if rows else []), rows[1:]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 # --- progress of a sweep ------------------------------------------------------------------

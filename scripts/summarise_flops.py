@@ -5,12 +5,13 @@ sys.stderr = open(snakemake.log[0], "w")
 import pandas as pd
 
 from fwbench.analysis.flops import achieved_flops
+from fwbench.files import write_csv
 
 
 def main(cells_path, trials_path, output, models, peak_flops):
     frame = achieved_flops(pd.read_csv(cells_path), pd.read_parquet(trials_path), models,
                            peak_flops)
-    frame.to_csv(output, index=False)
+    write_csv(frame, output)
 
 
 main(snakemake.input.cells, snakemake.input.trials, snakemake.output.flops,

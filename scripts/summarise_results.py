@@ -7,6 +7,7 @@ import pandas as pd
 from fwbench.analysis.latency import latency_summaries
 from fwbench.analysis.memory import memory_comparisons, memory_summaries
 from fwbench.analysis.stats import summarize
+from fwbench.files import write_csv
 
 
 def main(iterations_path, trials_path, outputs, seed, statistics):
@@ -20,7 +21,7 @@ def main(iterations_path, trials_path, outputs, seed, statistics):
     frames["latency"] = latency_summaries(trials, iterations, seed=seed,
                                           confidence=statistics["confidence"])
     for name, frame in frames.items():
-        frame.to_csv(outputs[name], index=False)
+        write_csv(frame, outputs[name])
 
 
 main(snakemake.input.iterations, snakemake.input.trials, dict(snakemake.output.items()),

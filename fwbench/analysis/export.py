@@ -1,10 +1,11 @@
 """``fwbench export <run>``: a run's tables and statistics as tidy files for other tools.
 
 One file per table and format under ``<out>/tables/`` and ``<out>/stats/`` (Parquet keeps the
-types; CSV is for spreadsheets and R), and ``data_dictionary.json``: per table what a row is,
-and per column its type, unit and meaning, from ``fwbench/data_dictionary.yaml``. With
-``mlflow=True`` it also logs one MLflow run: the run's settings as parameters, each comparison's
-ratio and each cell's median as metrics, and the exported files as artifacts.
+types and every bit; CSV is for spreadsheets and R, floats at fwbench.files.CSV_DIGITS
+significant digits), and ``data_dictionary.json``: per table what a row is, and per column its
+type, unit and meaning, from ``fwbench/data_dictionary.yaml``. With ``mlflow=True`` it also logs
+one MLflow run: the run's settings as parameters, each comparison's ratio and each cell's median
+as metrics, and the exported files as artifacts.
 
 Usage::
 
@@ -15,7 +16,6 @@ Usage::
 from __future__ import annotations
 
 import json
-import os
 import re
 from datetime import datetime, timezone
 from functools import cache
@@ -25,6 +25,7 @@ import yaml
 
 from fwbench import __version__
 from fwbench.errors import FwbenchError
+from fwbench.files import write_atomic, write_csv
 
 DICTIONARY = Path(__file__).with_name("data_dictionary.yaml")
 FORMATS = ("parquet", "csv")
@@ -95,8 +96,7 @@ def export_run(run_dir, out=None, *, formats=None, mlflow: bool = False,
             files.setdefault(name, []).append(path.relative_to(out).as_posix())
     data = data_dictionary(tables, files, run=run_dir.name, source=run_dir)
     path = out / "data_dictionary.json"
-    _atomic(path, lambda tmp: tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False)
-                                              + "\n"))
+    write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     written.append(path)
     if mlflow:
         written.append(log_mlflow(run_dir, tables, out, mlflow_uri))
@@ -136,7 +136,7 @@ def _type(series, dtype) -> str:
 
 def _write(frame, path: Path, fmt: str) -> None:
     if fmt == "parquet":
-        _atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
+        write_atomic(path, frame.to_parquet(index=False))
     else:
         flat = frame.copy()
         for column in flat.columns:
@@ -147,7 +147,7 @@ def _write(frame, path: Path, fmt: str) -> None:
                     lambda v: isinstance(v, (list, dict, tuple))).any():
                 flat[column] = flat[column].map(
                     lambda v: json.dumps(_plain(v)) if isinstance(v, (list, dict, tuple)) else v)
-        _atomic(path, lambda tmp: flat.to_csv(tmp, index=False))
+        write_csv(flat, path)
 
 
 def _plain(value):
@@ -156,17 +156,6 @@ def _plain(value):
     if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
         return [_plain(v) for v in value]
     return value.item() if hasattr(value, "item") else value
-
-
-def _atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 # --- MLflow --------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ read with any tool, and as HTML, to read in the browser; the PDF summarises each
 
 Each file is written from the frame the report read, so nothing is lost by leaving the paper.
 The HTML pages write their numbers through the report's formatting (``wording.sig``); the CSV
-keeps every value as the table holds it.
+keeps every value as the table holds it, floats at 10 significant digits as in every CSV the
+workflow writes (fwbench.files.write_csv).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from fwbench.analysis.claims import wording
+from fwbench.files import write_csv
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ def write_data_files(folder: Path, frames: dict[str, tuple[str, str, pd.DataFram
     written = {}
     for name, (title, description, frame) in frames.items():
         frame = frame.reset_index(drop=True)
-        (folder / f"{name}.csv").write_text(frame.to_csv(index=False, lineterminator="\n"))
+        write_csv(frame, folder / f"{name}.csv")
         rows = [[cell(v) for v in row] for row in frame.itertuples(index=False)]
         (folder / f"{name}.html").write_text(
             render_page(name, title, description, [str(c) for c in frame.columns], rows))
