@@ -72,7 +72,7 @@ def rebuild_command(run_dir: str | os.PathLike, snakefile: str | os.PathLike) ->
 MANIFEST = "rebuild.sha256"
 RECORDED = "recorded"
 TABLES = ("tables/*.parquet", "stats/*.csv", "audit/*.csv", "report/data/*.csv")
-REBUILT = (*TABLES, "report/figures/*.svg", "report/data/*", "report/report.html",
+REBUILT = (*TABLES, "report/data/*.html", "report/figures/*.svg", "report/report.html",
            "report/report.pdf")
 
 
