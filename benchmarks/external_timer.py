@@ -1,4 +1,4 @@
-"""fwbench's cell medians against each framework's own timer: what a user who times the
+"""fwbench's throughput per cell against each framework's own timer: what a user who times the
 framework their own way gets for the same cell.
 
     python benchmarks/external_timer.py [--config config.yaml] [--rounds 3] [--cells resnet18]
@@ -7,12 +7,13 @@ For every cell of the config's plan (throughput cells, `idiomatic` mode), rounds
 fresh processes per framework, in an order that swaps every round:
 
 - fwbench: one trial through the command the workflow runs (``python -m fwbench trial`` with the
-  plan's settings); its value is the median of its timed iterations;
+  plan's settings, warm-up ``warmup.max``); its value is its throughput, the mean time per step
+  over its timed blocks (sum of ``block_ns`` over the steps they hold);
 - the peer: a plain script with the same model builder, batch, shapes, threads and optimizer
-  that times the step as each framework's documentation shows: PyTorch with
-  ``torch.utils.benchmark.Timer.blocked_autorange`` (its median over blocks), TensorFlow with
-  ``timeit`` around one ``tf.function`` (``Timer.autorange`` sizes the blocks, the median of
-  ``repeat`` is its value).
+  that times the step as each framework's documentation shows, also as a mean time per step
+  over blocks: PyTorch with ``torch.utils.benchmark.Timer.blocked_autorange`` (its mean),
+  TensorFlow with ``timeit`` around one ``tf.function`` (``Timer.autorange`` sizes the blocks,
+  the mean of ``repeat`` over its ``number`` is its value).
 
 It prints, per cell, the median over rounds of each side and fwbench/peer, then per framework
 the geometric mean of the cells' ratios. Goal (issue 15): every ratio in [0.9, 1.1]; the exit
@@ -47,7 +48,7 @@ PEER_SECONDS = 2.0  # timed per peer process, after its warm-up
 # --- the peers: each framework timed its own way, in a fresh process --------------------------
 
 def peer_pytorch(cell: Cell, threads: int, seed: int) -> float:
-    """Median seconds per step from torch.utils.benchmark.Timer (it syncs CUDA itself)."""
+    """Mean seconds per step over torch.utils.benchmark.Timer's blocks (it syncs CUDA itself)."""
     import torch
     import torch.utils.benchmark as benchmark
 
@@ -73,11 +74,11 @@ def peer_pytorch(cell: Cell, threads: int, seed: int) -> float:
         "torch": torch, "model": model, "x": x, "y": y, "optimizer": optimizer,
         "loss_fn": loss_fn})
     timer.timeit(30)  # warm-up, as a user would before timing
-    return timer.blocked_autorange(min_run_time=PEER_SECONDS).median
+    return timer.blocked_autorange(min_run_time=PEER_SECONDS).mean
 
 
 def peer_tensorflow(cell: Cell, threads: int, seed: int) -> float:
-    """Median seconds per call of one tf.function, from timeit."""
+    """Mean seconds per call of one tf.function over timeit's blocks."""
     import timeit
 
     import keras
@@ -115,7 +116,7 @@ def peer_tensorflow(cell: Cell, threads: int, seed: int) -> float:
     timer = timeit.Timer(call)
     number, block_s = timer.autorange()
     repeat = max(5, math.ceil(PEER_SECONDS / block_s))
-    return statistics.median(timer.repeat(repeat=repeat, number=number)) / number
+    return statistics.fmean(timer.repeat(repeat=repeat, number=number)) / number
 
 
 PEERS = {"pytorch": peer_pytorch, "tensorflow": peer_tensorflow}
@@ -124,7 +125,8 @@ PEERS = {"pytorch": peer_pytorch, "tensorflow": peer_tensorflow}
 # --- the comparison ------------------------------------------------------------------------
 
 def run_fwbench(settings: dict, folder: Path) -> float:
-    """Median seconds per timed iteration of one real trial, through the workflow's command."""
+    """Mean seconds per step over the timed blocks of one real trial, through the workflow's
+    command."""
     files = {k: folder / f"trial.{k}" for k in ("json", "env.json", "telemetry.csv")}
     subprocess.run([sys.executable, "-m", "fwbench", "trial", "--settings", json.dumps(settings),
                     "--result", str(files["json"]), "--env", str(files["env.json"]),
@@ -134,7 +136,8 @@ def run_fwbench(settings: dict, folder: Path) -> float:
     if result["status"] != "ok":
         raise SystemExit(f"fwbench trial of {settings['cell_id']} ended {result['status']}: "
                          f"{result['message']}")
-    return statistics.median(result["iteration_ns"]) / 1e9
+    steps = result["block_size"] * len(result["block_ns"])
+    return sum(result["block_ns"]) / steps / 1e9
 
 
 def run_peer(settings: dict) -> float:
@@ -181,8 +184,9 @@ def main(config_path: str, rounds: int, only: list[str], profile: str | None) ->
 
 
 def report(times: dict, rounds: int, threads: int) -> int:
-    print(f"fwbench's median against each framework's own timer ({rounds} rounds of fresh "
-          f"processes per side, {threads} thread(s); goal: ratio in [{GOAL[0]}, {GOAL[1]}])")
+    print(f"fwbench's mean time per step over blocks against each framework's own timer "
+          f"({rounds} rounds of fresh processes per side, {threads} thread(s); goal: ratio in "
+          f"[{GOAL[0]}, {GOAL[1]}])")
     print(f"{'cell':64s} {'fwbench ms':>11s} {'peer ms':>9s} {'ratio':>7s}")
     ratios: dict[str, list[float]] = {}
     outside = 0

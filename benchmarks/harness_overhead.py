@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fwbench from this work tree
 
 from fwbench.analysis.estimators import median_ci  # noqa: E402
-from fwbench.measure.harness import measure  # noqa: E402
+from fwbench.measure.harness import Schedule, measure  # noqa: E402
 from fwbench.measure.trial import thread_environment  # noqa: E402
 from fwbench.plan.cells import Cell  # noqa: E402
 
@@ -43,7 +43,7 @@ def main(blocks: int, iterations: int, seed: int = 0) -> float:
     step, sync = backend.step(), backend.synchronize
 
     def harness() -> float:
-        m = measure(step, sync, iterations=iterations, warmup_min=0, warmup_max=0)
+        m = measure(step, sync, Schedule(iterations=iterations))
         return (m.markers_ns["blocks"] - m.markers_ns["measure"]) / iterations
 
     def bare() -> float:

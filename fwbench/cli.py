@@ -44,7 +44,8 @@ def _trial_command(args) -> int:
     timeline = {"job_started": _epoch_ns(args.job_started), "python_started": args.started_ns}
     try:
         result = run_trial(json.loads(args.settings), args.result, args.env, args.telemetry,
-                           args.idle, timeline={k: v for k, v in timeline.items() if v})
+                           args.idle, timeline={k: v for k, v in timeline.items() if v},
+                           warmup_path=args.warmup)
     except Interrupted as exc:
         print(f"fwbench: trial interrupted, nothing written: {exc}", file=sys.stderr)
         return 130
@@ -351,6 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, started_ns: int | None = None) -> int:
     """``started_ns``: when ``python -m fwbench`` reached its first line (a trial's timeline)."""
     parser = build_parser()
+    trial.add_argument("--warmup", help="the cell's warm-up record (warmup.json), fixed by its "
+                       "calibration trial; empty or absent: warm up warmup_max steps")
     args = parser.parse_args(argv)
     args.started_ns = started_ns
     if args.command is None:

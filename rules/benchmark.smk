@@ -1,6 +1,8 @@
-# The idle baseline once, then one job per trial: a supervised fresh process measures one cell
-# and writes its result, provenance and telemetry side files. Trial k of the two frameworks of
-# a cell run back to back: the second waits for the first and outranks every other job.
+# The idle baseline once; per cell, a calibration trial and the warm-up it fixes; then one job
+# per trial: a supervised fresh process measures one cell and writes its result, provenance and
+# telemetry side files. Trial k of the two frameworks of a cell run back to back: the second
+# waits for the first and outranks every other job; a group's calibrations run before its
+# first trial.
 
 
 # Calls fwbench.measure.trial.measure_idle_baseline (through `fwbench idle`, fwbench.cli).
@@ -31,10 +33,59 @@ rule prepare_data:
         "../scripts/prepare_data.py"
 
 
+# A trial of the cell timing single steps only, in a fresh process like every trial: where its
+# steps settle fixes the warm-up of all its trials.
+# Calls fwbench.measure.trial.run_trial (through `fwbench trial`, fwbench.cli), with the cell's
+# calibration settings.
+rule calibrate_cell:
+    input:
+        idle=ancient(PLAN.idle_path()),
+    output:
+        result=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/calibration.json",
+        env=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/calibration.env.json",
+        telemetry=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/calibration.telemetry.csv",
+        sidecar=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/calibration.telemetry.json",
+    log:
+        f"logs/{PLAN.run}/calibrate_cell/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}.log",
+    priority: get_calibration_priority
+    container:
+        get_container
+    threads: get_calibration_threads
+    resources:
+        benchmark_slot=1,
+    params:
+        settings=get_calibration_settings,
+    shell:
+        "exec python -m fwbench trial --settings {params.settings:q} --result {output.result}"
+        " --env {output.env} --telemetry {output.telemetry} --idle {input.idle}"
+        " --job-started=$EPOCHREALTIME > {log} 2>&1"
+
+
+# Host side: the changepoint analysis of the calibration's steps (fwbench.analysis.steady_state)
+# and the warm-up it fixes (fwbench.measure.calibration.fix_warmup). It takes the benchmark
+# slot, so it never runs beside a timed trial.
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
+rule fix_warmup:
+    input:
+        calibration=rules.calibrate_cell.output.result,
+    output:
+        warmup=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/warmup.json",
+    log:
+        f"logs/{PLAN.run}/fix_warmup/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}.log",
+    priority: get_calibration_priority
+    resources:
+        benchmark_slot=1,
+    params:
+        warmup=lookup(dpath="warmup", within=config),
+    script:
+        "../scripts/fix_warmup.py"
+
+
 # Calls fwbench.measure.trial.run_trial (through `fwbench trial`, fwbench.cli).
 rule run_trial:
     input:
         data=get_data_record(),
+        warmup=get_warmup_record,
         after=get_trial_predecessor,
     output:
         result=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.json",
@@ -44,6 +95,9 @@ rule run_trial:
     log:
         f"logs/{PLAN.run}/run_trial/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/trial-{{trial}}.log",
     priority: get_trial_priority
+    # On a cluster the pair is one job, on one node (Plan.pair_group); a local run ignores it.
+    group:
+        get_pair_group
     container:
         get_container
     threads: get_trial_threads
@@ -58,7 +112,8 @@ rule run_trial:
     shell:
         "FWBENCH_PROGRESS_FD=3 exec python -m fwbench trial --settings {params.settings:q}"
         " --result {output.result} --env {output.env} --telemetry {output.telemetry}"
-        " --idle {params.idle} --job-started=$EPOCHREALTIME 3>&2 > {log} 2>&1"
+        " --idle {params.idle} --warmup={input.warmup:q} --job-started=$EPOCHREALTIME"
+        " 3>&2 > {log} 2>&1"
 
 
 # Calls fwbench.measure.profiling.run_profile (through its main).

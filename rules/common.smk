@@ -87,10 +87,40 @@ def get_trial_predecessor(wildcards):
     re-measuring it re-measures this one. Any other trial: the idle baseline (ancient:
     re-measuring it re-runs no trial), so it is measured before every trial, the second members
     waiting for it through their partners; naming it on half the trials only saves planning.
-    No first member waits for another (its place in the order is its priority), so re-measuring
-    one pair re-measures no other."""
-    partner = PLAN.partner_before(_trial(wildcards))
-    return partner.path(PLAN.run) if partner else ancient(PLAN.idle_path())
+    And the warm-up records of its whole cell group, so both cells' calibrations are done
+    before a pair starts. No first member waits for another trial (its place in the order is
+    its priority), so re-measuring one pair re-measures no other."""
+    trial = _trial(wildcards)
+    partner = PLAN.partner_before(trial)
+    if partner:
+        return partner.path(PLAN.run)
+    return [ancient(PLAN.idle_path()), *PLAN.group_warmup_paths(trial)]
+
+
+def get_warmup_record(wildcards):
+    """The cell's warm-up record, which fixes the steps its trials warm up (fwbench trial
+    --warmup); none for the real-data experiments, which time whole runs."""
+    path = PLAN.warmup_path(_trial(wildcards).cell)
+    return [path] if path else []
+
+
+def get_calibration_settings(wildcards):
+    settings = images.with_images(PLAN.calibration_settings(_cell(wildcards)), IMAGES)
+    return json.dumps(settings, sort_keys=True)
+
+
+def get_calibration_priority(wildcards):
+    """Just above the first trial of the cell's group (Plan.calibration_priority)."""
+    return PLAN.calibration_priority(_cell(wildcards))
+
+
+def get_calibration_threads(wildcards):
+    return PLAN.threads(PLAN.last_trial(_cell(wildcards)))
+
+
+def get_pair_group(wildcards):
+    """Both members of the trial's pair in one cluster job (Plan.pair_group)."""
+    return PLAN.pair_group(_trial(wildcards))
 
 
 def get_trial_priority(wildcards):

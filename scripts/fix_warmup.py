@@ -2,7 +2,7 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from fwbench.analysis import steady_state
+from fwbench.analysis.steady_state import changepoints, classify, warmup_end
 from fwbench.measure.calibration import fix_warmup
 from fwbench.measure.results import load_trial, write_json
 
@@ -10,10 +10,9 @@ from fwbench.measure.results import load_trial, write_json
 def main(calibration_path, out_path, warmup):
     calibration = load_trial(calibration_path)
     times = calibration["iteration_ns"] if calibration["status"] == "ok" else []
-    found = steady_state.warmup_end(times) if times else None
-    kind = steady_state.classify(times) if times else None
-    changepoints = steady_state.changepoints(times) if times else []
-    record = fix_warmup(calibration, found=found, kind=kind, changepoints=changepoints,
+    record = fix_warmup(calibration, found=warmup_end(times) if times else None,
+                        kind=classify(times) if times else None,
+                        changepoints=changepoints(times) if times else [],
                         warmup_min=warmup["min"], warmup_max=warmup["max"])
     write_json(record, out_path)
     print(f"{record['cell_id']}: warm up {record['iterations']} steps ({record['reason']})",

@@ -27,7 +27,11 @@ TINY_CONFIG = {
     "batch_sizes": [2],
     "trials": 1,
     "iterations": 3,
-    "warmup": {"min": 0, "max": 2},
+    # No time budgets: a trial times exactly 3 single steps and one block of one step, and a
+    # calibration 4 single steps (twice warmup.max).
+    "min_run_time_s": 0,
+    "blocks": {"count": 1, "size": 1, "min_time_s": 0, "run_time_s": 0},
+    "warmup": {"min": 0, "max": 2, "calibration_s": 0},
 }
 
 

@@ -59,7 +59,7 @@ def test_invalid_config_names_key_and_value(tiny_config, case, mutate, expected)
 
 
 def test_a_warmup_too_short_to_be_steady_is_said_not_refused(tiny_config):
-    with pytest.warns(ConfigWarning, match="'warmup.max': 8 is below 10.*exploratory"):
+    with pytest.warns(ConfigWarning, match="'warmup.max': 8 is below 10.*before their steady"):
         validate({**tiny_config, "warmup": {"min": 2, "max": 8}})
 
 

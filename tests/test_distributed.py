@@ -19,7 +19,8 @@ import pytest
 from fwbench.analysis import scaling
 from fwbench.errors import BackendError, ConfigError, Unsupported
 from fwbench.measure import distributed
-from fwbench.measure.harness import Adaptive
+from fwbench.measure.frameworks.base import STEP_SCOPES
+from fwbench.measure.harness import Schedule
 from fwbench.plan import strategies
 from fwbench.plan.models import synthetic_batch
 from tests.conftest import REPO
@@ -35,8 +36,9 @@ def settings(framework: str, strategy: str = "multi_process", world_size: int = 
                  "input_shape": [1, 28, 28], "precision": "fp32", "mode": "idiomatic",
                  "profile": "matched", "num_classes": 10, "strategy": strategy,
                  "world_size": world_size, **cell},
-        "threads": 1, "seed": 0, "iterations": 3, "warmup_min": 1, "warmup_max": 2,
-        "blocks": 1, "block_size": 2, "adaptive": None,
+        "threads": 1, "seed": 0, "iterations": 3, "min_run_time_s": 0, "warmup_min": 1,
+        "warmup_max": 2, "warmup": {"iterations": 2, "steady": None}, "blocks": 1,
+        "blocks_run_time_s": 0, "block_time_s": 0, "block_min_size": 2, "adaptive": None,
     }
 
 
@@ -72,18 +74,21 @@ def test_shards_are_what_distributed_sampler_gives():
 
 
 def test_rank_decisions_follow_the_slowest_rank():
-    """Warm-up and adaptive stops are decided on the maximum over ranks, so every rank steps
-    equally often; each timed region is framed by a barrier."""
+    """The time budgets and the block size are decided on the maximum over ranks, so every
+    rank steps equally often; each timed region is framed by a barrier."""
     clock = iter(range(0, 10**9, 10))
     calls = []
     m = distributed.measure_ranks(
         lambda: calls.append("step"), lambda: None, lambda: calls.append("barrier"),
-        lambda t: [t, 3 * t], iterations=4, warmup_min=1, warmup_max=3, blocks=1, block_size=2,
-        adaptive=Adaptive(target=0.5, max_iterations=6), clock=lambda: next(clock))
-    assert len(m.warmup_ns) == 3 and not m.warmup_steady
+        lambda t: [t, 3 * t],
+        Schedule(warmup=3, iterations=1, min_run_time_s=100e-9, blocks=1, block_time_s=60e-9),
+        clock=lambda: next(clock))
+    # This rank's steps take 10 ns, the other's 30: 100 ns of the slowest rank is 4 steps,
+    # and a 60 ns block of the slowest rank's steps is 2 of them.
+    assert len(m.warmup_ns) == 3 and len(m.iteration_ns) == 4 and m.block_size == 2
     assert all(slow == 3 * own for own, slow in m.iteration_ns)
-    assert m.stop_reason.startswith(("median interval", "max_iterations"))
-    assert calls.count("step") == 1 + 3 + len(m.iteration_ns) + 2
+    assert calls.count("step") == 1 + 3 + 4 + 2
+    assert calls.count("barrier") == 5 + 1 + 3 + 4 + 1  # markers, then every timed region
     assert list(m.markers_ns) == ["cold_start", "warmup", "measure", "blocks", "end"]
 
 
@@ -249,12 +254,31 @@ def test_a_distributed_trial_reports_every_rank(real_run):
     assert len(per_rank) == WORLD and all(len(t) == s["iterations"] for t in per_rank)
     assert payload["iteration_ns"] == [max(t) for t in zip(*per_rank)]
     assert payload["cold_start_ns"] == max(payload["per_rank_cold_start_ns"]) > 0
-    assert 1 <= len(payload["warmup_ns"]) <= 2 and len(payload["block_ns"]) == 1
+    assert len(payload["warmup_ns"]) == 2 and len(payload["block_ns"]) == 1
+    assert payload["block_size"] == 2
     markers = payload["markers_ns"]
     assert sorted(markers, key=markers.get) == ["cold_start", "warmup", "measure", "blocks", "end"]
     assert len(set(markers.values())) == 5
     in_force = payload["settings_in_force"]
     assert in_force["threads_intra"] == 1 and in_force["world_size"] == WORLD
     assert in_force["communication"] in ("gloo", "collective ring all-reduce")
+    # Idiomatic mode: PyTorch eager; TensorFlow's tf.function traces the whole step, as in the
+    # throughput backend (the same frameworks/<fw>/steps.py).
+    compiled = in_force["compiled"]["train"]
+    assert (compiled and compiled["scope"]) == {
+        "pytorch": None, "tensorflow": STEP_SCOPES["train"]}[framework]
     assert payload["versions"]["framework_version"]
     assert math.isfinite(payload["peak_rss_bytes"])
+
+
+@pytest.mark.slow  # torch.compile's inductor and XLA, in rank processes
+def test_compiled_mode_compiles_the_whole_step_in_both_frameworks():
+    """Compiled mode compiles the same scope on both sides: the whole training step, as the
+    throughput backend and the trainer do (PyTorch's replica once compiled the model only)."""
+    scopes = {}
+    for framework in ("pytorch", "tensorflow"):
+        s = settings(framework, world_size=1, mode="compiled")
+        payload = distributed.run_distributed(s)
+        assert len(payload["iteration_ns"]) == s["iterations"]
+        scopes[framework] = payload["settings_in_force"]["compiled"]["train"]["scope"]
+    assert scopes == {"pytorch": STEP_SCOPES["train"], "tensorflow": STEP_SCOPES["train"]}

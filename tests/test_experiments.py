@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from fwbench.measure import data as D, experiments as E
+from fwbench.measure.frameworks.base import STEP_SCOPES
 from fwbench.measure.supervisor import supervise
-from fwbench.plan.cells import Cell
+from fwbench.plan.cells import MODES, Cell
 from fwbench.plan.models import OPTIMIZERS
 
 # Largest relative difference between the two frameworks' losses over the first 10 steps from
@@ -83,6 +84,26 @@ def test_compiled_trains_the_whole_step_as_eager_does(frameworks, mnist_files, f
         batches = D.Batches.steps(data, 20, start=0, count=5, seed=0, layout=module.LAYOUT)
         curves[mode] = trainer.loss_values(trainer.train(batches))
     np.testing.assert_allclose(curves["compiled"], curves["eager"], rtol=LOSS_TOLERANCE["sgd"])
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_each_mode_compiles_the_same_scope_in_both_frameworks(frameworks, mode):
+    """The trainer builds its step where the throughput backend and the distributed replica
+    build theirs (frameworks/<fw>/steps.py), and records what its mode compiled from there:
+    nothing, or the whole step (training and evaluation alike); compiled mode compiles the
+    same scope on both sides, eager mode nothing on either."""
+    weights = frameworks["pytorch"].export_initial_weights("lenet5", (1, 28, 28), 10, seed=0)
+    scopes = {}
+    for name, module in frameworks.items():
+        trainer = module.Trainer(_cell(name, mode=mode), OPTIMIZERS["sgd"], weights)
+        assert set(trainer.compiled) == {"train", "infer"}
+        scopes[name] = {phase: record and record["scope"]
+                        for phase, record in trainer.compiled.items()}
+        for phase, scope in scopes[name].items():
+            assert scope in (None, STEP_SCOPES[phase])
+    if mode in ("eager", "compiled"):
+        assert scopes["pytorch"] == scopes["tensorflow"]
+        assert all(scopes["pytorch"].values()) == (mode == "compiled")
 
 
 def test_initial_weights_travel_as_npz_without_torch(frameworks, tmp_path):

@@ -1,5 +1,5 @@
-"""fwbench/measure/harness.py: synchronized timed regions, cold start apart, bounded warm-up, every
-time kept."""
+"""fwbench/measure/harness.py: synchronized timed regions, cold start apart, a fixed warm-up,
+single steps and blocks each for a time budget, every time kept."""
 
 import itertools
 import json
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fwbench.measure.harness import Adaptive, is_steady, measure, median_halfwidth
+from fwbench.errors import ConfigError
+from fwbench.measure.harness import Adaptive, Schedule, measure, median_halfwidth
 
 
 class Recorder:
@@ -33,40 +34,66 @@ class Recorder:
 
 def test_every_timed_region_is_synchronized_on_both_sides():
     rec = Recorder(itertools.repeat(100))
-    m = measure(rec.step, rec.synchronize, iterations=4, warmup_min=0, warmup_max=0,
-                clock=rec.clock)
+    m = measure(rec.step, rec.synchronize, Schedule(iterations=4), clock=rec.clock)
     steps = [i for i, e in enumerate(rec.events) if e == "step"]
     assert len(steps) == 5
     assert all(rec.events[i - 1] == rec.events[i + 1] == "sync" for i in steps)
     assert m.iteration_ns == [100] * 4 and m.cold_start_ns == 100 and m.warmup_ns == []
-    assert m.stop_reason == "fixed iteration count"
+    assert m.block_ns == [] and m.block_size == 0
 
 
 def test_blocks_synchronize_once_at_their_end():
     rec = Recorder(itertools.repeat(100))
-    m = measure(rec.step, rec.synchronize, iterations=1, warmup_min=0, warmup_max=0, blocks=2,
-                block_size=4, clock=rec.clock)
+    m = measure(rec.step, rec.synchronize, Schedule(blocks=2, block_min_size=4),
+                clock=rec.clock)
     assert m.block_ns == [400, 400] and m.block_size == 4
     tail = rec.events[-13:-1]  # two blocks, before the end marker
     assert tail == ["sync", "step", "step", "step", "step", "sync"] * 2
 
 
+def test_single_steps_go_on_until_their_count_and_their_time_budget_are_both_reached():
+    def single_steps(**schedule):
+        rec = Recorder(itertools.repeat(1000))
+        return len(measure(rec.step, rec.synchronize, Schedule(**schedule),
+                           clock=rec.clock).iteration_ns)
+
+    assert single_steps(iterations=3, min_run_time_s=10e-6) == 10  # 10 µs of 1 µs steps
+    assert single_steps(iterations=20, min_run_time_s=10e-6) == 20
+    assert single_steps(iterations=3, min_run_time_s=0) == 3
+
+
+def test_blocks_last_their_block_time_and_go_on_for_their_budget():
+    rec = Recorder(itertools.repeat(1000))
+    m = measure(rec.step, rec.synchronize,
+                Schedule(iterations=5, blocks=2, block_time_s=10e-6, blocks_run_time_s=50e-6),
+                clock=rec.clock)
+    # 10 µs blocks of 1 µs steps, chosen from the median single step; 50 µs of them.
+    assert m.block_size == 10 and m.block_ns == [10_000] * 5
+    rec = Recorder(itertools.repeat(1000))
+    m = measure(rec.step, rec.synchronize,
+                Schedule(blocks=7, block_time_s=10e-6, blocks_run_time_s=50e-6, block_min_size=20),
+                clock=rec.clock)
+    assert m.block_size == 20 and len(m.block_ns) == 7  # at least 20 steps, at least 7 blocks
+
+
 def test_markers_are_reported_in_phase_order():
     rec, seen = Recorder(itertools.repeat(10)), []
-    m = measure(rec.step, rec.synchronize, iterations=2, warmup_min=0, warmup_max=1,
+    m = measure(rec.step, rec.synchronize, Schedule(warmup=1, iterations=2, blocks=1),
                 on_marker=seen.append, clock=rec.clock)
     assert seen == ["cold_start", "warmup", "measure", "blocks", "end"] == list(m.markers_ns)
 
 
-def test_adaptive_stops_when_the_median_interval_is_narrow_enough():
+def test_adaptive_goes_on_past_the_budget_until_the_median_interval_is_narrow_enough():
     noisy = Recorder([1000] + [1000, 1300] * 100)
-    m = measure(noisy.step, noisy.synchronize, iterations=5, warmup_min=0, warmup_max=0,
-                adaptive=Adaptive(target=0.02, max_iterations=40), clock=noisy.clock)
-    assert len(m.iteration_ns) == 40 and m.stop_reason == "max_iterations=40 reached"
+    m = measure(noisy.step, noisy.synchronize,
+                Schedule(iterations=5, adaptive=Adaptive(target=0.02, max_iterations=40)),
+                clock=noisy.clock)
+    assert len(m.iteration_ns) == 40 and m.stop_reason.endswith("max_iterations=40 reached")
     flat = Recorder(itertools.repeat(1000))
-    m = measure(flat.step, flat.synchronize, iterations=5, warmup_min=0, warmup_max=0,
-                adaptive=Adaptive(target=0.02, max_iterations=40), clock=flat.clock)
-    assert 5 <= len(m.iteration_ns) < 40 and m.stop_reason.startswith("median interval")
+    m = measure(flat.step, flat.synchronize,
+                Schedule(iterations=5, adaptive=Adaptive(target=0.02, max_iterations=40)),
+                clock=flat.clock)
+    assert 5 <= len(m.iteration_ns) < 40 and "median interval" in m.stop_reason
 
 
 def test_median_halfwidth():
@@ -75,36 +102,34 @@ def test_median_halfwidth():
     assert 0 < median_halfwidth(list(range(100, 200))) < 0.2
 
 
-def test_cold_start_is_kept_apart_and_warmup_stops_when_steady():
-    rec = Recorder([5000, 900, 700, 400, 300, 300, 300, 300, 300, 300, 300, 300, *[300] * 5])
-    m = measure(rec.step, rec.synchronize, iterations=5, warmup_min=2, warmup_max=50,
-                clock=rec.clock)
-    assert m.cold_start_ns == 5000
-    assert m.warmup_steady and m.warmup_ns[:3] == [900, 700, 400]
-    assert len(m.warmup_ns) < 50 and m.iteration_ns == [300] * 5
+def test_cold_start_is_kept_apart_and_the_warmup_is_the_count_given():
+    rec = Recorder([5000, 900, 700, 400, 300, 300, *[300] * 5])
+    m = measure(rec.step, rec.synchronize, Schedule(warmup=3, iterations=5), clock=rec.clock)
+    assert m.cold_start_ns == 5000 and m.warmup_ns == [900, 700, 400]
+    assert m.iteration_ns == [300] * 5
     assert m.markers_ns["cold_start"] <= m.markers_ns["warmup"] <= m.markers_ns["measure"] \
         <= m.markers_ns["end"]
 
 
-def test_warmup_respects_its_bounds():
-    flat = Recorder([100] * 40)
-    m = measure(flat.step, flat.synchronize, iterations=1, warmup_min=10, warmup_max=20,
-                clock=flat.clock)
-    assert len(m.warmup_ns) == 10 and m.warmup_steady
-    drifting = Recorder([100 * 2 ** i for i in range(40)])
-    m = measure(drifting.step, drifting.synchronize, iterations=1, warmup_min=0, warmup_max=7,
-                clock=drifting.clock)
-    assert len(m.warmup_ns) == 7 and not m.warmup_steady
+SETTINGS = {"iterations": 30, "min_run_time_s": 0.5, "warmup_min": 10, "warmup_max": 100,
+            "calibration_s": 3, "blocks": 5, "blocks_run_time_s": 1.0, "block_time_s": 0.1,
+            "block_min_size": 1, "adaptive": None}
 
 
-@pytest.mark.parametrize("times, steady", [
-    ([100] * 10, True), ([100] * 5 + [200] * 5, False), ([100] * 9, False),
-    ([300, 300, 300, 310, 290, 305, 300, 295, 302, 300], True),
-    # The reference's TensorFlow resnet18 train trial 1: still falling by 5% a window.
-    ([66, 64, 63, 63, 62, 61, 60, 60, 59, 59], False),
-])
-def test_is_steady(times, steady):
-    assert is_steady(times) is steady
+def test_a_trial_warms_up_its_cells_fixed_count_and_a_calibration_times_single_steps_only():
+    trial = Schedule.from_settings({**SETTINGS, "warmup": {"iterations": 37, "steady": True}})
+    assert (trial.warmup, trial.iterations, trial.min_run_time_s) == (37, 30, 0.5)
+    assert (trial.blocks, trial.blocks_run_time_s, trial.block_time_s) == (5, 1.0, 0.1)
+    calibration = Schedule.from_settings({**SETTINGS, "calibration": True})
+    # At least twice warmup.max single steps, so a warm-up that long leaves as long to see.
+    assert calibration == Schedule(iterations=200, min_run_time_s=3)
+
+
+@pytest.mark.parametrize("field, value", [("warmup", -1), ("iterations", 0),
+                                          ("min_run_time_s", -0.5), ("block_min_size", 1.5)])
+def test_a_bad_schedule_is_refused_naming_its_field(field, value):
+    with pytest.raises(ConfigError, match=f"{field} must be a number of at least"):
+        Schedule(**{field: value})
 
 
 # --- the CUDA path: scripts/verify_gpu_harness.py --------------------------------------------

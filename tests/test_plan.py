@@ -156,3 +156,43 @@ def test_wildcard_constraints_come_from_the_cells_names(tiny_config):
         assert pattern.fullmatch(cell.name)
     assert not pattern.fullmatch("train-b2-1x28x28-fp32-idiomatic-matched-rmsprop")
     assert plan.wildcard_constraints()["framework"] == "pytorch|tensorflow"
+
+
+def test_each_group_calibrates_before_its_first_trial_and_never_between_a_pair(tiny_config):
+    plan = _plan(tiny_config, trials=3, batch_sizes=[2, 4])
+    seconds = [t for t in plan.trials if plan.partner_before(t)]
+    for cell in plan.cells():
+        group = [t for t in plan.trials if t.cell.pair_id == cell.pair_id]
+        before = [t for t in plan.trials if t.position < group[0].position]
+        priority = plan.calibration_priority(cell)
+        # Below every trial planned before the group and every second member, above the
+        # group's first trial: Snakemake runs it just before that trial, never inside a pair.
+        assert priority > plan.priority(group[0]) > 0
+        assert all(priority < plan.priority(t) for t in before + seconds)
+        # The group's first trial waits for the warm-up of both its cells.
+        assert sorted(plan.group_warmup_paths(group[0])) == sorted(
+            f"results/tiny/cells/{c.id}/warmup.json" for c in plan.cells()
+            if c.pair_id == cell.pair_id)
+        assert plan.calibration_path(cell) == f"results/tiny/cells/{cell.id}/calibration.json"
+
+
+def test_a_calibration_is_a_trial_of_its_cell_timing_single_steps(tiny_config):
+    plan = _plan(tiny_config, warmup={"min": 5, "max": 40, "calibration_s": 2})
+    cell = plan.cells()[0]
+    settings = plan.calibration_settings(cell)
+    trial = plan.trial_settings(plan.last_trial(cell))
+    assert settings["calibration"] and (settings["trial"], settings["group_position"]) == (0, 0)
+    assert {k: v for k, v in settings.items() if k not in ("trial", "group_position",
+                                                          "calibration")} == \
+        {k: v for k, v in trial.items() if k not in ("trial", "group_position")}
+    assert (trial["warmup_min"], trial["warmup_max"], trial["calibration_s"]) == (5, 40, 2)
+    assert "calibration" not in trial
+
+
+def test_only_cells_that_warm_up_are_calibrated(tiny_config):
+    plan = _plan(tiny_config)
+    assert all(map(plan.calibrates, plan.cells()))
+    real = _plan(tiny_config, experiment="epoch", phases=["train"])
+    assert not any(map(real.calibrates, real.cells()))
+    assert real.warmup_path(real.cells()[0]) is None
+    assert real.group_warmup_paths(real.trials[0]) == []

@@ -87,3 +87,34 @@ def test_the_trial_command_logs_its_timeline_in_order(tmp_path, tiny_config):
     assert abs(timeline["job_started"] - shell_started * 1e9) < 10_000  # bash gives µs
     # The timeline stays out of the result: it is in the log.
     assert "timeline_ns" not in load_trial(tmp_path / "r.json")["details"]
+
+
+def test_a_calibration_times_single_steps_and_fixes_the_warmup_its_trials_take(tmp_path,
+                                                                              tiny_config):
+    from fwbench.analysis import steady_state
+    from fwbench.measure.calibration import fix_warmup
+    from fwbench.measure.results import write_json
+
+    plan = Plan.from_config(validate({**tiny_config, "frameworks": ["pytorch"],
+                                      "warmup": {"min": 3, "max": 6, "calibration_s": 0}}))
+    cell = plan.cells()[0]
+    run_trial(plan.calibration_settings(cell), tmp_path / "calibration.json",
+              tmp_path / "c.env.json", tmp_path / "c.csv")
+    calibration = load_trial(tmp_path / "calibration.json")
+    assert calibration["status"] == "ok", calibration["message"]
+    assert calibration["trial"] == 0 and calibration["settings"]["requested"]["calibration"]
+    # Single steps only: twice warmup.max of them, no warm-up of its own, no blocks.
+    assert len(calibration["iteration_ns"]) == 12
+    assert calibration["warmup_ns"] == [] and calibration["block_ns"] == []
+    times = calibration["iteration_ns"]
+    record = fix_warmup(calibration, found=steady_state.warmup_end(times),
+                        kind=steady_state.classify(times),
+                        changepoints=steady_state.changepoints(times), warmup_min=3,
+                        warmup_max=6)
+    write_json({**record, "iterations": 5}, tmp_path / "warmup.json")
+    run_trial(plan.trial_settings(plan.trials[0]), tmp_path / "trial-1.json",
+              tmp_path / "e.json", tmp_path / "t.csv", warmup_path=tmp_path / "warmup.json")
+    result = load_trial(tmp_path / "trial-1.json")
+    assert len(result["warmup_ns"]) == 5 and result["settings"]["requested"]["warmup"][
+        "iterations"] == 5
+    assert result["warmup_steady"] is record["steady"]

@@ -40,10 +40,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 from fwbench.errors import BackendError, Unsupported
+from fwbench.measure.calibration import warmup_steady
+from fwbench.measure.harness import Measurement, Schedule, run
 from fwbench.plan.strategies import (
     MULTI_PROCESS,
     resolve_strategy,
@@ -66,55 +68,24 @@ def shard_indices(global_batch: int, world_size: int, rank: int) -> list[int]:
 
 # --- child side: the synchronized timing loop -------------------------------------------------
 
-@dataclass
-class RankMeasurement:
-    """Every rank's own time of every timed region, in rank order, in nanoseconds.
-
-    Each rank times from a barrier shared by all ranks to its own device being idle after the
-    step; a step is over when its slowest rank is, so ``max_over_ranks`` is the step's time.
-    """
-
-    cold_start_ns: list[int]
-    warmup_ns: list[list[int]]
-    iteration_ns: list[list[int]]
-    warmup_steady: bool
-    stop_reason: str
-    block_size: int = 0
-    block_ns: list[list[int]] = field(default_factory=list)
-    markers_ns: dict[str, int] = field(default_factory=dict)
-
-
 def measure_ranks(
     step: Callable[[], object],
     synchronize: Callable[[], None],
     barrier: Callable[[], None],
     gather: Callable[[int], list[int]],
+    schedule: Schedule,
     *,
-    iterations: int,
-    warmup_min: int,
-    warmup_max: int,
-    blocks: int = 0,
-    block_size: int = 0,
-    adaptive=None,
     on_marker: Callable[[str], None] | None = None,
     clock: Callable[[], int] = time.perf_counter_ns,
-) -> RankMeasurement:
-    """fwbench.measure.harness.measure for several ranks: the same phases and rules, with every
-    decision (warm-up steady, adaptive stop) taken on the maximum over ranks, so all ranks step
-    equally often and no collective is left waiting. ``gather(value)`` returns every rank's value.
+) -> Measurement:
+    """fwbench.measure.harness.measure for several ranks: the same phases and rules, each timed
+    region framed by a barrier shared by all ranks and ended when this rank's device is idle.
+    ``gather(value)`` returns every rank's value; every region keeps them all, in rank order,
+    and every decision (the budgets, the block size) reads the slowest, so all ranks step
+    equally often and no collective is left waiting. A step is over when its slowest rank is.
     """
-    from fwbench.measure.harness import is_steady, median_halfwidth
 
-    markers: dict[str, int] = {}
-
-    def mark(name: str) -> None:
-        synchronize()
-        barrier()
-        markers[name] = clock()
-        if on_marker:
-            on_marker(name)
-
-    def timed(steps: int = 1) -> list[int]:
+    def timed(steps: int) -> list[int]:
         synchronize()
         barrier()
         start = clock()
@@ -123,33 +94,8 @@ def measure_ranks(
         synchronize()
         return gather(clock() - start)
 
-    def slowest(times: list[list[int]]) -> list[int]:
-        return [max(t) for t in times]
-
-    mark("cold_start")
-    cold = timed()
-    mark("warmup")
-    warmup: list[list[int]] = []
-    while len(warmup) < warmup_max and not (
-            len(warmup) >= warmup_min and is_steady(slowest(warmup))):
-        warmup.append(timed())
-    mark("measure")
-    times = [timed() for _ in range(iterations)]
-    reason = "fixed iteration count"
-    if adaptive:
-        while True:
-            if median_halfwidth(slowest(times)) <= adaptive.target:
-                reason = f"median interval within ±{adaptive.target:.1%}"
-                break
-            if len(times) >= adaptive.max_iterations:
-                reason = f"max_iterations={adaptive.max_iterations} reached"
-                break
-            times.append(timed())
-    mark("blocks")
-    block_times = [timed(block_size) for _ in range(blocks)]
-    mark("end")
-    return RankMeasurement(cold, warmup, times, is_steady(slowest(warmup)), reason, block_size,
-                           block_times, markers)
+    return run(timed, synchronize, schedule, on_marker=on_marker, clock=clock,
+               before_marker=barrier)
 
 
 # --- child side: one rank ----------------------------------------------------------------------
@@ -168,8 +114,6 @@ def _replica(settings: dict, strategy: str, world_size: int, rank: int):
 def run_rank(settings: dict, rank: int, *, probe: bool = False) -> dict:
     """Measure one rank of the distributed trial in ``settings``; with ``probe``, first take one
     step that records the synchronized gradient (the Replica classes' ``probe``, for tests)."""
-    from fwbench.measure.harness import Adaptive
-
     cell = settings["cell"]
     strategy = resolve_strategy(cell["strategy"], cell["framework"])
     world_size = int(cell["world_size"])
@@ -186,18 +130,15 @@ def run_rank(settings: dict, rank: int, *, probe: bool = False) -> dict:
         def on_marker(marker: str) -> None:
             energy[marker] = telemetry.read_energy_mj(uuids)
 
-    adaptive = settings.get("adaptive")
-    m = measure_ranks(replica.step(), replica.synchronize, replica.barrier, replica.gather,
-                      iterations=settings["iterations"], warmup_min=settings["warmup_min"],
-                      warmup_max=settings["warmup_max"], blocks=settings.get("blocks", 0),
-                      block_size=settings.get("block_size", 0),
-                      adaptive=Adaptive(**adaptive) if adaptive else None, on_marker=on_marker)
+    step = replica.step()
+    m = measure_ranks(step, replica.synchronize, replica.barrier, replica.gather,
+                      Schedule.from_settings(settings), on_marker=on_marker)
     replica.barrier()  # no rank leaves while another still waits on a collective
     record = {
         "rank": rank,
         "measurement": asdict(m),
         "energy_mj": energy or None,
-        "settings_in_force": in_force,
+        "settings_in_force": {**in_force, "compiled": replica.compiled},
         "versions": replica.versions(),
         "peak_memory": replica.peak_memory(),
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
@@ -270,7 +211,7 @@ def _payload(records: list[dict], settings: dict, strategy: str, world_size: int
     return {
         "cold_start_ns": max(m["cold_start_ns"]),
         "warmup_ns": slowest(m["warmup_ns"]),
-        "warmup_steady": m["warmup_steady"],
+        "warmup_steady": warmup_steady(settings),
         "iteration_ns": slowest(m["iteration_ns"]),
         "stop_reason": m["stop_reason"],
         "block_size": m["block_size"],

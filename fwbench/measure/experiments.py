@@ -298,6 +298,7 @@ class _Run:
             "energy_mj": self.energy or None,
             "settings_in_force": {
                 **self.in_force,
+                "compiled": self.trainer.compiled,
                 "experiment": self.cell.experiment,
                 "dataset": self.data.name,
                 "data_source": self.data.source,

@@ -1,10 +1,18 @@
-"""The timing loop, written once for both frameworks.
+"""The timing loop, written once for both frameworks and for every rank of a distributed trial.
 
 A backend hands over ``step`` (one training step or one inference batch, data already on the
-device) and ``synchronize`` (waits until the device has finished). The loop times the first call
-as cold start, warms up until the iteration time is steady, then keeps every timed iteration:
-each synchronized on both sides, and then blocks of several iterations with one synchronization
-at the end, so host run-ahead (launching the next step while the device still works) shows too.
+device) and ``synchronize`` (waits until the device has finished). After the first call, timed
+apart as cold start, and a fixed warm-up (the cell's, found once by its calibration trial:
+fwbench.measure.calibration), a trial measures for a time budget, as torch.utils.benchmark's
+``min_run_time`` does, rather than for a fixed handful of steps:
+
+- latency: single steps, each synchronized on both sides (their median and percentiles);
+- throughput: blocks of steps with one synchronization at the end of each, so host run-ahead
+  shows too, each lasting at least ``block_time_s`` (its step count chosen from the median
+  single step); their mean time per step.
+
+Every timed region's time is kept. A budget is a sum of timed regions, never a wall-clock read:
+the ranks of a distributed trial, which see the same gathered times, take the same decisions.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fwbench.plan.config import STEADY_TOLERANCE, STEADY_WINDOW
+from fwbench.errors import ConfigError
 
 # Empty synchronizations timed per trial: what one wait costs this framework on this device.
 SYNC_CALIBRATION = 25
@@ -24,23 +32,92 @@ Z_95 = 1.959963984540054
 
 @dataclass(frozen=True)
 class Adaptive:
-    """Stop timing once the 95% interval of the median is narrower than ``target`` (a fraction)."""
+    """Go on timing single steps past the budget until the 95% interval of their median is
+    narrower than ``target`` (a fraction), or ``max_iterations`` were timed."""
 
     target: float = 0.02
     max_iterations: int = 200
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """What a trial times after its cold start: every count and budget, checked where built.
+
+    Usage::
+
+        Schedule(warmup=20, iterations=30, min_run_time_s=0.5, blocks=5, block_time_s=0.1,
+                 blocks_run_time_s=1.0)
+    """
+
+    # Steps after the cold start, timed and kept apart (the cell's fixed warm-up).
+    warmup: int = 0
+    # Single steps: at least this many, and until their times add up to min_run_time_s.
+    iterations: int = 1
+    min_run_time_s: float = 0.0
+    adaptive: Adaptive | None = None
+    # Blocks: at least this many, and until their times add up to blocks_run_time_s; each of
+    # at least block_min_size steps and, from the median single step, block_time_s long.
+    blocks: int = 0
+    blocks_run_time_s: float = 0.0
+    block_time_s: float = 0.0
+    block_min_size: int = 1
+
+    def __post_init__(self):
+        for name in ("warmup", "blocks"):
+            _check(name, getattr(self, name), int, 0)
+        for name in ("iterations", "block_min_size"):
+            _check(name, getattr(self, name), int, 1)
+        for name in ("min_run_time_s", "blocks_run_time_s", "block_time_s"):
+            _check(name, getattr(self, name), (int, float), 0)
+
+    @classmethod
+    def from_settings(cls, settings: dict) -> Schedule:
+        """A trial's schedule from its settings (fwbench.plan.sweep.Plan.trial_settings).
+
+        A calibration trial (``settings["calibration"]``) times single steps only, for
+        ``calibration_s`` and at least twice ``warmup_max``, so a warm-up as long as the
+        longest allowed leaves a steady run as long to see. Any other trial warms up the steps
+        its cell's calibration fixed (``settings["warmup"]["iterations"]``)."""
+        if settings.get("calibration"):
+            return cls(iterations=max(settings["iterations"], 2 * settings["warmup_max"]),
+                       min_run_time_s=settings["calibration_s"])
+        adaptive = settings["adaptive"]
+        return cls(
+            warmup=settings["warmup"]["iterations"],
+            iterations=settings["iterations"],
+            min_run_time_s=settings["min_run_time_s"],
+            adaptive=Adaptive(**adaptive) if adaptive else None,
+            blocks=settings["blocks"],
+            blocks_run_time_s=settings["blocks_run_time_s"],
+            block_time_s=settings["block_time_s"],
+            block_min_size=settings["block_min_size"],
+        )
+
+    def block_size(self, step_ns: float) -> int:
+        """Steps per block, so that a block of ``step_ns`` steps lasts ``block_time_s``."""
+        if step_ns <= 0:
+            return self.block_min_size
+        return max(self.block_min_size, math.ceil(self.block_time_s * 1e9 / step_ns))
+
+
+def _check(name: str, value, kind, minimum) -> None:
+    if isinstance(value, bool) or not isinstance(value, kind) or value < minimum:
+        raise ConfigError(f"measurement schedule: {name} must be a number of at least "
+                          f"{minimum}, got {value!r}")
+
+
 @dataclass
 class Measurement:
-    """Raw times of one trial, in nanoseconds on the monotonic clock (time.perf_counter_ns)."""
+    """Raw times of one trial, in nanoseconds on the monotonic clock (time.perf_counter_ns).
 
-    cold_start_ns: int
-    warmup_ns: list[int]
-    iteration_ns: list[int]
-    warmup_steady: bool
+    Each timed region holds one value per rank (one rank outside a distributed trial)."""
+
+    cold_start_ns: list[int]
+    warmup_ns: list[list[int]]
+    iteration_ns: list[list[int]]
     stop_reason: str
     block_size: int = 0
-    block_ns: list[int] = field(default_factory=list)
+    block_ns: list[list[int]] = field(default_factory=list)
     markers_ns: dict[str, int] = field(default_factory=dict)
     sync_ns: int | None = None
 
@@ -48,58 +125,105 @@ class Measurement:
 def measure(
     step: Callable[[], object],
     synchronize: Callable[[], None],
+    schedule: Schedule,
     *,
-    iterations: int,
-    warmup_min: int,
-    warmup_max: int,
-    blocks: int = 0,
-    block_size: int = 0,
-    adaptive: Adaptive | None = None,
     on_marker: Callable[[str], None] | None = None,
     clock: Callable[[], int] = time.perf_counter_ns,
 ) -> Measurement:
-    """Time ``step`` with ``synchronize`` closing every timed region.
+    """Time ``step`` as ``schedule`` says, ``synchronize`` closing every timed region; the
+    measurement of one process (one value per timed region).
 
-    ``iterations`` is the count kept, or the minimum when ``adaptive`` is given. ``on_marker`` is
-    called with each phase name right after its marker is taken (telemetry reads energy there).
+    ``on_marker`` is called with each phase name right after its marker is taken (telemetry
+    reads energy there).
 
     Usage::
 
-        m = measure(lambda: model(x), sync, iterations=10, warmup_min=2, warmup_max=20)
-        m.iteration_ns  # every timed iteration
+        m = measure(lambda: model(x), sync, Schedule(warmup=10, min_run_time_s=0.5))
+        m.iteration_ns  # every timed single step
     """
-    markers: dict[str, int] = {}
     sync = calibrate_sync(synchronize, clock)
+
+    def timed(steps: int) -> list[int]:
+        synchronize()
+        start = clock()
+        for _ in range(steps):
+            step()
+        synchronize()
+        return [clock() - start]
+
+    m = run(timed, synchronize, schedule, on_marker=on_marker, clock=clock)
+    m.sync_ns = sync
+    return one_rank(m)
+
+
+def run(timed: Callable[[int], list[int]], synchronize: Callable[[], None], schedule: Schedule,
+        *, on_marker: Callable[[str], None] | None = None,
+        clock: Callable[[], int] = time.perf_counter_ns, before_marker=None) -> Measurement:
+    """The phases of one trial over ``timed(steps)``, which times ``steps`` steps from one
+    synchronized start to one synchronized end and returns every rank's time: cold start,
+    warm-up, single steps, blocks. Every decision reads the slowest rank, so all ranks step
+    equally often and no collective is left waiting. ``before_marker`` runs before each marker
+    is taken (a barrier between ranks)."""
+    markers: dict[str, int] = {}
 
     def mark(name: str) -> None:
         synchronize()
+        if before_marker:
+            before_marker()
         markers[name] = clock()
         if on_marker:
             on_marker(name)
 
     mark("cold_start")
-    cold = _timed(step, synchronize, clock)
+    cold = timed(1)
     mark("warmup")
-    warmup: list[int] = []
-    while len(warmup) < warmup_max and not (len(warmup) >= warmup_min and is_steady(warmup)):
-        warmup.append(_timed(step, synchronize, clock))
+    warmup = [timed(1) for _ in range(schedule.warmup)]
     mark("measure")
-    times = [_timed(step, synchronize, clock) for _ in range(iterations)]
-    reason = "fixed iteration count"
+    times, reason = _single_steps(timed, schedule)
+    mark("blocks")
+    size, blocks = 0, []
+    if schedule.blocks or schedule.blocks_run_time_s:
+        size = schedule.block_size(statistics.median(max(t) for t in times))
+        blocks = _for_budget(lambda: timed(size), schedule.blocks, schedule.blocks_run_time_s)
+    mark("end")
+    return Measurement(cold, warmup, times, reason, size, blocks, markers)
+
+
+def _for_budget(timed: Callable[[], list[int]], count: int, budget_s: float) -> list[list[int]]:
+    """Timed regions until at least ``count`` were timed and the slowest rank's times add up
+    to ``budget_s``."""
+    times: list[list[int]] = []
+    spent, budget_ns = 0, budget_s * 1e9
+    while len(times) < count or spent < budget_ns:
+        times.append(timed())
+        spent += max(times[-1])
+    return times
+
+
+def _single_steps(timed, schedule: Schedule) -> tuple[list[list[int]], str]:
+    times = _for_budget(lambda: timed(1), schedule.iterations, schedule.min_run_time_s)
+    reason = (f"{len(times)} single steps: at least {schedule.iterations} and "
+              f"{schedule.min_run_time_s:g} s of them")
+    adaptive = schedule.adaptive
     if adaptive:
         while True:
-            if median_halfwidth(times) <= adaptive.target:
-                reason = f"median interval within ±{adaptive.target:.1%}"
+            if median_halfwidth([max(t) for t in times]) <= adaptive.target:
+                reason += f", then until the median interval was within ±{adaptive.target:.1%}"
                 break
             if len(times) >= adaptive.max_iterations:
-                reason = f"max_iterations={adaptive.max_iterations} reached"
+                reason += f", then max_iterations={adaptive.max_iterations} reached"
                 break
-            times.append(_timed(step, synchronize, clock))
-    mark("blocks")
-    block_times = [_block(step, synchronize, clock, block_size) for _ in range(blocks)]
-    mark("end")
-    return Measurement(cold, warmup, times, is_steady(warmup), reason, block_size, block_times,
-                       markers, sync)
+            times.append(timed(1))
+    return times, reason
+
+
+def one_rank(m: Measurement) -> Measurement:
+    """``m`` with each timed region's one value in place of its list of ranks."""
+    m.cold_start_ns = m.cold_start_ns[0]
+    m.warmup_ns = [t[0] for t in m.warmup_ns]
+    m.iteration_ns = [t[0] for t in m.iteration_ns]
+    m.block_ns = [t[0] for t in m.block_ns]
+    return m
 
 
 def calibrate_sync(synchronize, clock=time.perf_counter_ns) -> int:
@@ -112,32 +236,6 @@ def calibrate_sync(synchronize, clock=time.perf_counter_ns) -> int:
         synchronize()
         costs.append(clock() - start)
     return int(statistics.median(costs))
-
-
-def _timed(step, synchronize, clock) -> int:
-    synchronize()
-    start = clock()
-    step()
-    synchronize()
-    return clock() - start
-
-
-def _block(step, synchronize, clock, size) -> int:
-    synchronize()
-    start = clock()
-    for _ in range(size):
-        step()
-    synchronize()
-    return clock() - start
-
-
-def is_steady(times: list[int]) -> bool:
-    """True when the last window's median is within tolerance of the window before it."""
-    if len(times) < 2 * STEADY_WINDOW:
-        return False
-    last = statistics.median(times[-STEADY_WINDOW:])
-    before = statistics.median(times[-2 * STEADY_WINDOW:-STEADY_WINDOW])
-    return abs(last - before) <= STEADY_TOLERANCE * before
 
 
 def median_halfwidth(times: list[int]) -> float:

@@ -19,6 +19,9 @@ from fwbench.files import write_atomic
 
 # Version history of the trial result file:
 # 1 — first version: cell, status, cold start, warm-up, every iteration, settings, git state.
+#     Since kept with the same fields and meanings widened, so older results read as before:
+#     single steps and blocks timed for a budget, blocks sized per trial, a warm-up fixed per
+#     cell (settings.requested.warmup), trial 0 a cell's calibration trial.
 JSON_VERSION = 1
 SCHEMA_PATH = SOURCE_DIR / "rules" / "schemas" / "trial.schema.yaml"
 
@@ -79,13 +82,21 @@ def samples_per_iteration(cell: dict, details: dict) -> int:
     return details.get("global_batch_size", batch)
 
 
+# The trial settings a result records as requested (fwbench.plan.sweep.Plan.trial_settings), as
+# far as the settings hold them: ``warmup`` is the cell's fixed warm-up (run_trial adds it),
+# ``calibration`` marks a calibration trial, ``analysis_plan`` is the hash of the analysis plan
+# the trial was measured under (fwbench.plan.analysis_plan).
+REQUESTED = ("calibration", "iterations", "min_run_time_s", "warmup_min", "warmup_max",
+             "calibration_s", "warmup", "blocks", "blocks_run_time_s", "block_time_s",
+             "block_min_size", "adaptive", "threads", "seed", "timeout_s", "memory_limit_mb",
+             "analysis_plan")
+
+
 def make_result(settings: dict, outcome, *, started_at: str, ended_at: str,
                 workflow: dict) -> dict:
     """The trial result: what was asked (settings), what happened (outcome), and when."""
     payload = outcome.payload
-    requested = {k: settings[k] for k in (
-        "iterations", "warmup_min", "warmup_max", "blocks", "block_size", "adaptive", "threads",
-        "seed", "timeout_s", "memory_limit_mb")}
+    requested = {k: settings[k] for k in REQUESTED if k in settings}
     return {
         "schema_version": JSON_VERSION,
         "run": settings["run"],

@@ -33,9 +33,9 @@ from datetime import datetime, timezone
 # yaml and the supervisor; load_backend: numpy).
 from fwbench.environment import source
 from fwbench.errors import Unsupported
-from fwbench.measure import provenance, telemetry
-from fwbench.measure.harness import Adaptive, measure
-from fwbench.plan.cells import Cell
+from fwbench.measure import calibration, provenance, telemetry
+from fwbench.measure.harness import Schedule, measure
+from fwbench.plan.cells import REAL_DATA, Cell
 
 ENTRY = "fwbench.measure.trial:measure_trial"
 # Experiments other than `throughput` measure through their own drivers, in the same child.
@@ -57,16 +57,19 @@ def thread_environment(threads: int) -> dict[str, str]:
 # --- parent side ------------------------------------------------------------------------
 
 def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=None,
-              timeline: dict | None = None) -> dict:
+              timeline: dict | None = None, warmup_path=None) -> dict:
     """Measure one trial in a supervised child; write its result, provenance and telemetry.
 
-    ``timeline`` holds the stamps taken before this call (the job's shell, Python's start-up);
-    the whole timeline is printed to stderr at the end.
+    ``warmup_path``: the cell's warm-up record (fwbench.measure.calibration), which fixes the
+    steps this trial warms up; without it, ``warmup_max``. A calibration trial
+    (``Plan.calibration_settings``) takes none. ``timeline`` holds the stamps taken before this
+    call (the job's shell, Python's start-up); the whole timeline is printed to stderr at the end.
 
     Usage::
 
         run_trial(plan.trial_settings(trial), "trial-1.json", "trial-1.env.json",
-                  "trial-1.telemetry.csv", "results/default/environment/idle.json")
+                  "trial-1.telemetry.csv", "results/default/environment/idle.json",
+                  warmup_path=plan.warmup_path(trial.cell))
     """
     from fwbench import workflow
     from fwbench.environment import images
@@ -74,6 +77,7 @@ def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=N
     from fwbench.measure.supervisor import supervise
 
     timeline = {**(timeline or {}), "trial_started": time.time_ns()}
+    settings = with_warmup(settings, warmup_path)
     images.check_runtime(settings["cell"]["framework"], settings.get("images"))  # where it runs
     cell = Cell.from_dict(settings["cell"])
     options = settings["telemetry"]
@@ -112,6 +116,17 @@ def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=N
     stamp(timeline, "ended")
     _progress(TIMELINE_PREFIX + json.dumps(timeline))
     return result
+
+
+def with_warmup(settings: dict, warmup_path=None) -> dict:
+    """``settings`` with the warm-up the trial takes (``warmup``): its cell's record, else the
+    fallback. A calibration trial, and a real-data trial (which times whole runs), take none."""
+    if settings.get("calibration") or settings["cell"]["experiment"] in REAL_DATA:
+        return settings
+    record = (calibration.read_warmup(warmup_path) if warmup_path
+              else calibration.uncalibrated(settings["warmup_max"]))
+    keep = ("iterations", "steady", "class", "found", "reason")
+    return {**settings, "warmup": {k: record[k] for k in keep}}
 
 
 def stamp(timeline: dict, name: str) -> None:
@@ -207,18 +222,16 @@ def measure_trial(settings: dict) -> dict:
     def read_energy(marker: str) -> None:
         energy[marker] = telemetry.read_energy_mj(uuids)
 
-    adaptive = settings["adaptive"]
-    m = measure(backend.step(), backend.synchronize, iterations=settings["iterations"],
-                warmup_min=settings["warmup_min"], warmup_max=settings["warmup_max"],
-                blocks=settings["blocks"], block_size=settings["block_size"],
-                adaptive=Adaptive(**adaptive) if adaptive else None,
-                on_marker=read_energy if uuids else None)
+    step = backend.step()
+    with backend.device_scope():
+        m = measure(step, backend.synchronize, Schedule.from_settings(settings),
+                    on_marker=read_energy if uuids else None)
     # The harness's markers on the wall clock: its monotonic clock's offset, read once.
     offset = time.time_ns() - time.perf_counter_ns()
     payload = {
         "cold_start_ns": m.cold_start_ns,
         "warmup_ns": m.warmup_ns,
-        "warmup_steady": m.warmup_steady,
+        "warmup_steady": calibration.warmup_steady(settings),
         "iteration_ns": m.iteration_ns,
         "stop_reason": m.stop_reason,
         "block_size": m.block_size,
@@ -226,7 +239,7 @@ def measure_trial(settings: dict) -> dict:
         "markers_ns": m.markers_ns,
         "sync_ns": m.sync_ns,
         "energy_mj": energy or None,
-        "settings_in_force": in_force,
+        "settings_in_force": {**in_force, "compiled": backend.compiled},
         "versions": {**backend.versions(), **provenance.framework_runtime(cell.framework)},
         "peak_memory": backend.peak_memory(),
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,

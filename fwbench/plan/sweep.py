@@ -5,6 +5,9 @@ the two frameworks for the same cell are interleaved A B B A A B …, with the f
 drawn per cell group from the seed, so the order of one group never depends on what else is in
 the sweep (adding a cell reruns nothing). Trial k of both frameworks is a pair: its second
 member waits for its first and outranks every other job (``priority``), so it runs right after.
+Before a group's first trial, each of its cells that warms up runs a calibration trial, whose
+warm-up record (fwbench.measure.calibration) every trial of the cell reads; the group's first
+trial waits for all of them, so none runs between the members of a pair.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import itertools
 import random
 from dataclasses import dataclass, field
 
+from fwbench.plan.analysis_plan import plan_hash
 from fwbench.plan.cells import REAL_DATA, Cell, Trial, name_pattern, one_of
 
 
@@ -29,6 +33,9 @@ class Plan:
     _group_position: dict[int, int] = field(default_factory=dict, repr=False)
     _last: dict[Cell, Trial] = field(default_factory=dict, repr=False)
     _by_path: dict[str, Trial] = field(default_factory=dict, repr=False)
+    # Per cell group: its cells, and the position of its first trial.
+    _groups: dict[str, list[Cell]] = field(default_factory=dict, repr=False)
+    _group_start: dict[str, int] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_config(cls, config: dict) -> Plan:
@@ -41,6 +48,8 @@ class Plan:
         order = sorted(groups)
         random.Random(config["seed"]).shuffle(order)
         for pair_id in order:
+            plan._groups[pair_id] = sorted(groups[pair_id], key=lambda c: c.framework)
+            plan._group_start[pair_id] = len(plan.trials)
             group = [Trial(cell, index, len(plan.trials) + k) for k, (cell, index)
                      in enumerate(_interleave(groups[pair_id], config["trials"], config["seed"],
                                               pair_id))]
@@ -90,12 +99,46 @@ class Plan:
         previous = self.previous(trial)
         return previous if previous and previous.index == trial.index else None
 
+    def pair_group(self, trial: Trial) -> str:
+        """The Snakemake job group of the trial's pair, ``<pair_id>/trial-<k>``: on a cluster
+        both members run in one job on one node, the second right after the first (its input);
+        a local run ignores groups, the priorities order it."""
+        return f"{trial.cell.pair_id}/trial-{trial.index}"
+
     def priority(self, trial: Trial) -> int:
         """The trial job's Snakemake priority; among ready jobs the highest runs first. A second
-        member outranks every other trial, so it runs right after its partner (trials take the
-        one benchmark slot); the others run in planned order; all outrank a profiled run (0)."""
+        member outranks every other job, so it runs right after its partner (trials take the
+        one benchmark slot); first members run in planned order, each group's calibrations
+        just before its first trial (``calibration_priority``); all outrank a profiled run (0)."""
         n = len(self.trials)
-        return (2 * n if self.partner_before(trial) else n) - trial.position
+        if self.partner_before(trial):
+            return 3 * n + 2 - trial.position
+        return 2 * (n - trial.position)
+
+    def calibration_priority(self, cell: Cell) -> int:
+        """Of the cell's calibration and of the job fixing its warm-up: above its group's first
+        trial, below every trial planned before that, below every second member."""
+        return 2 * (len(self.trials) - self._group_start[cell.pair_id]) + 1
+
+    def calibrates(self, cell: Cell) -> bool:
+        """Whether the cell's warm-up is fixed by a calibration trial: every cell whose trials
+        time single steps after a warm-up (the real-data experiments time whole runs)."""
+        return cell.experiment not in REAL_DATA
+
+    def calibration_path(self, cell: Cell, suffix: str = "json") -> str:
+        """The cell's calibration trial's result (and side files): beside its trials, never
+        read as one (its name is not trial-<k>)."""
+        return f"{cell.directory(self.run)}/calibration.{suffix}"
+
+    def warmup_path(self, cell: Cell) -> str | None:
+        """The cell's warm-up record, which its trials read; None for a cell without one."""
+        return f"{cell.directory(self.run)}/warmup.json" if self.calibrates(cell) else None
+
+    def group_warmup_paths(self, trial: Trial) -> list[str]:
+        """The warm-up records of every cell of the trial's group, which its first trial waits
+        for, so no calibration runs between the members of a pair."""
+        paths = [self.warmup_path(cell) for cell in self._groups[trial.cell.pair_id]]
+        return [path for path in paths if path]
 
     def wildcard_constraints(self) -> dict[str, str]:
         """Regexes of the path wildcards, from the planned cells' own values and name parts."""
@@ -110,23 +153,38 @@ class Plan:
         }
 
     def trial_settings(self, trial: Trial) -> dict:
-        """Everything a worker needs to measure this trial; these are the job's params."""
+        """Everything a worker needs to measure this trial; these are the job's params. The
+        warm-up it takes comes from its cell's warm-up record when it runs
+        (fwbench.measure.trial.run_trial)."""
+        return {**self._cell_settings(trial.cell), "trial": trial.index,
+                "group_position": self.group_position(trial)}
+
+    def calibration_settings(self, cell: Cell) -> dict:
+        """The settings of the cell's calibration trial (trial 0): a trial's, marked so its
+        schedule times single steps only (fwbench.measure.harness.Schedule)."""
+        return {**self._cell_settings(cell), "trial": 0, "group_position": 0,
+                "calibration": True}
+
+    def _cell_settings(self, cell: Cell) -> dict:
         c = self.config
         return {
             "run": self.run,
-            "cell": trial.cell.to_dict(),
-            "cell_id": trial.cell.id,
-            "pair_id": trial.cell.pair_id,
-            "trial": trial.index,
-            "group_position": self.group_position(trial),
+            "cell": cell.to_dict(),
+            "cell_id": cell.id,
+            "pair_id": cell.pair_id,
             "iterations": c["iterations"],
+            "min_run_time_s": c["min_run_time_s"],
             "warmup_min": c["warmup"]["min"],
             "warmup_max": c["warmup"]["max"],
+            "calibration_s": c["warmup"]["calibration_s"],
             "blocks": c["blocks"]["count"],
-            "block_size": c["blocks"]["size"],
+            "blocks_run_time_s": c["blocks"]["run_time_s"],
+            "block_time_s": c["blocks"]["min_time_s"],
+            "block_min_size": c["blocks"]["size"],
             "adaptive": c["adaptive"],
             "threads": c["threads"],
             "seed": c["seed"],
+            "analysis_plan": plan_hash(c["statistics"]),
             "timeout_s": c["timeout_s"],
             "memory_limit_mb": c["memory_limit_mb"],
             "telemetry": c["telemetry"],

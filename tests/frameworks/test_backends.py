@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from fwbench.measure.frameworks.base import Backend
+from fwbench.measure.frameworks.base import STEP_SCOPES, Backend
 from fwbench.measure.results import load_trial
 from fwbench.measure.trial import run_trial
 from fwbench.plan.config import validate
@@ -32,7 +32,8 @@ def test_backends_are_mirror_images():
 
 def _trial(tmp_path, tiny_config, framework, **changes):
     config = {**tiny_config, "frameworks": [framework], "phases": ["train"], "iterations": 2,
-              "blocks": {"count": 1, "size": 2}, **changes}
+              "blocks": {"count": 1, "size": 2, "min_time_s": 0, "run_time_s": 0},
+              **changes}
     plan = Plan.from_config(validate(config))
     run_trial(plan.trial_settings(plan.trials[0]), tmp_path / "r.json", tmp_path / "e.json",
               tmp_path / "t.csv")
@@ -46,14 +47,25 @@ CASES = [
     ("tensorflow", "compiled", "xla"),
     pytest.param("pytorch", "compiled", "compile", marks=pytest.mark.slow),  # ~20 s of inductor
 ]
+# What each framework mode compiles of the training step: the whole of it (STEP_SCOPES) or
+# nothing. Compiled mode compiles the same scope on both sides (tests/test_experiments.py and
+# tests/test_distributed.py check the other experiments).
+COMPILERS = {"eager": None, "function": "tf.function", "xla": "tf.function(jit_compile=True), XLA",
+             "compile": "torch.compile",
+             "keras": "Keras (train_on_batch, predict_on_batch: tf.function, no XLA)"}
 
 
 @pytest.mark.parametrize("framework, mode, runs", CASES)
 def test_every_mode_runs_and_is_recorded(tmp_path, tiny_config, framework, mode, runs):
     result = _trial(tmp_path, tiny_config, framework, modes=[mode])
     assert result["status"] == "ok", result["message"]
-    assert result["settings"]["in_force"]["mode"] == runs
+    in_force = result["settings"]["in_force"]
+    assert in_force["mode"] == runs
+    compiler = COMPILERS[runs]
+    assert in_force["compiled"] == {
+        "train": compiler and {"scope": STEP_SCOPES["train"], "compiler": compiler}}
     assert len(result["iteration_ns"]) == 2 and len(result["block_ns"]) == 1
+    assert result["block_size"] == 2 and len(result["warmup_ns"]) == 2  # no calibration: max
     # Compilation and tracing land in the cold start, never in the timed iterations.
     if runs in ("function", "xla", "compile"):
         assert result["cold_start_ns"] > max(result["iteration_ns"])
@@ -114,3 +126,25 @@ def test_tensorflow_syncs_only_a_device_that_runs_ahead(monkeypatch):
     assert calls == []
     backends[1].synchronize()
     assert calls == [1]
+
+
+def test_tensorflow_enters_its_device_once_outside_the_timed_calls(monkeypatch):
+    """The placement is entered around the timing loop, not in each step: at LeNet's 0.15 ms
+    steps a context switch per call is part of what would be timed."""
+    import tensorflow as tf
+
+    from fwbench.measure.frameworks import get_backend
+    from fwbench.plan.cells import Cell
+
+    cell = Cell("throughput", "cpu", "tensorflow", "lenet5", "train", 2, (1, 28, 28), "fp32",
+                "idiomatic", "matched")
+    backend = get_backend("tensorflow")(cell, threads=1, seed=0)  # no configure(): see above
+    backend.load()
+    step = backend.step()
+    entered = []
+    device = tf.device
+    monkeypatch.setattr(tf, "device", lambda name: entered.append(name) or device(name))
+    with backend.device_scope():
+        for _ in range(3):
+            step()
+    assert entered == ["/CPU:0"]

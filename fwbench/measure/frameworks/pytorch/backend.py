@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import re
 from contextlib import nullcontext
+from functools import partial
 
 import torch
 
 from fwbench.errors import BackendError
 from fwbench.measure import cuda_driver
 from fwbench.measure.frameworks.base import LOSS_SCALE_INITIAL, Backend
-from fwbench.measure.frameworks.pytorch import models
+from fwbench.measure.frameworks.pytorch import models, steps
 from fwbench.plan.models import OPTIMIZER, synthetic_batch
 from fwbench.plan.profiles import check_precision, layout_for, matched_factors
-
-PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 class PyTorchBackend(Backend):
@@ -33,7 +32,6 @@ class PyTorchBackend(Backend):
         torch.manual_seed(self.seed)
         cuda = c.device == "cuda"
         check_precision(c.precision, c.device, torch.cuda.is_bf16_supported() if cuda else True)
-        self.amp_dtype = PRECISIONS[c.precision]
         # Each matched factor takes the same value as in the TensorFlow backend.
         matched = matched_factors(c.profile)
         if "tf32" in matched:
@@ -52,8 +50,6 @@ class PyTorchBackend(Backend):
             "precision": c.precision,
             "loss_scale_initial": LOSS_SCALE_INITIAL if c.precision == "fp16" else None,
             "mode": c.framework_mode,
-            "compiled": ("the whole step, optimizer included (torch.compile)"
-                         if c.framework_mode == "compile" else None),
             "layout": layout,
             "layout_reason": layout_reason,
             "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
@@ -87,40 +83,25 @@ class PyTorchBackend(Backend):
             torch.cuda.reset_peak_memory_stats()
 
     def step(self):
-        x, y, loss_fn, opt, model = self.x, self.y, self.loss_fn, self.optimizer, self.model
-        dtype = self.amp_dtype
-        scaler = torch.amp.GradScaler(self.device.type, init_scale=LOSS_SCALE_INITIAL,
-                                      enabled=dtype == torch.float16)
-
-        def autocast():
-            if dtype is None:
-                return nullcontext()
-            return torch.autocast(self.device.type, dtype=dtype)
-
-        def train():
-            opt.zero_grad(set_to_none=True)
-            with autocast():
-                loss = loss_fn(model(x), y)
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-            return loss
-
-        def infer():
-            with autocast():
-                return model(x)
-
-        fn = train if self.cell.phase == "train" else infer
-        if self.cell.framework_mode == "compile":
-            # The whole step, optimizer included, as XLA compiles TensorFlow's: Dynamo compiles
-            # the forward and the optimizer's update, AOTAutograd the backward.
-            fn = torch.compile(fn)
-        if self.cell.phase == "infer":
-            fn = torch.inference_mode()(fn)
-        if self.cell.mode == "keras":
+        c = self.cell
+        if c.phase == "train":
+            fn = steps.train_step(self.model, self.loss_fn, self.optimizer,
+                                  device_type=self.device.type, precision=c.precision)
+            args = (self.x, self.y)
+        else:
+            fn = steps.infer_step(self.model, device_type=self.device.type, precision=c.precision)
+            args = (self.x,)
+        fn, record = steps.compiled(fn, c.framework_mode, c.phase)
+        self.compiled = {c.phase: record}
+        call = partial(fn, *args)
+        if c.mode == "keras":
             # Keras's train_on_batch and predict_on_batch hand back host arrays: so does this side.
-            return lambda: _to_host(fn())
-        return fn
+            return lambda: _to_host(call())
+        return call
+
+    def device_scope(self):
+        # PyTorch places by tensor (the model and the batch are on the device already).
+        return nullcontext()
 
     def synchronize(self) -> None:
         # The cell's device, not self.device.type: reading a torch.device attribute around

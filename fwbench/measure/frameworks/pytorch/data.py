@@ -19,15 +19,12 @@ Usage::
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-
 import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
 from fwbench.errors import BackendError
-from fwbench.measure.frameworks.base import LOSS_SCALE_INITIAL
-from fwbench.measure.frameworks.pytorch import models
+from fwbench.measure.frameworks.pytorch import models, steps
 from fwbench.measure.frameworks.pytorch.backend import PyTorchBackend
 
 # The layout fwbench.measure.data.Batches emits for this framework; channels_last is applied on the
@@ -35,7 +32,6 @@ from fwbench.measure.frameworks.pytorch.backend import PyTorchBackend
 LAYOUT = "NCHW"
 INPUT_PIPELINE = ("torch.utils.data.DataLoader(batch_size=None, num_workers=0) over "
                   "fwbench.measure.data.Batches; no prefetch; pinned memory on CUDA")
-PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 # Module attributes the weight transfer reads besides tensors (recurrent and attention layers).
 _ATTRIBUTES = ("hidden_size", "num_layers", "bidirectional", "embed_dim", "num_heads")
 
@@ -106,16 +102,15 @@ class Trainer:
             self.model = self.model.to(memory_format=torch.channels_last)
         self.loss_fn = models.loss_fn(cell.model)
         self.optimizer = models.optimizer(self.model, recipe)
-        self.weight_decay = weight_decay
-        self.amp_dtype = PRECISIONS[cell.precision]
-        self.scaler = torch.amp.GradScaler(self.device.type, init_scale=LOSS_SCALE_INITIAL,
-                                           enabled=self.amp_dtype == torch.float16)
-        # Compiled: the whole training step, optimizer included, as XLA compiles TensorFlow's
-        # (the throughput backend does the same).
-        compiled = cell.framework_mode == "compile"
-        self._step = torch.compile(self._train_step) if compiled else self._train_step
-        self._predict = torch.compile(self.model) if compiled else self.model
-        self._trainable = [p for p in self.model.parameters() if p.requires_grad]
+        mode, device_type = cell.framework_mode, self.device.type
+        self._step, train = steps.compiled(
+            steps.train_step(self.model, self.loss_fn, self.optimizer, device_type=device_type,
+                             precision=cell.precision, weight_decay=weight_decay),
+            mode, "train")
+        self._predict, infer = steps.compiled(
+            steps.infer_step(self.model, device_type=device_type, precision=cell.precision),
+            mode, "infer")
+        self.compiled = {"train": train, "infer": infer}
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
 
@@ -130,19 +125,6 @@ class Trainer:
         for x, y in host_batches(batches, self.device, self.pipeline):
             losses.append(self._step(self._put(x), y.to(self.device, non_blocking=True)))
         return losses
-
-    def _train_step(self, x, y):
-        self.optimizer.zero_grad(set_to_none=True)
-        with self._autocast():
-            loss = self.loss_fn(self.model(x), y)
-        total = loss
-        if self.weight_decay:
-            total = loss + self.weight_decay / 2 * sum(p.float().square().sum()
-                                                       for p in self._trainable)
-        self.scaler.scale(total).backward()
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        return loss.detach()
 
     def load_only(self, batches) -> int:
         """Run ``batches`` through the input pipeline onto the device, no model: the pipeline's
@@ -163,21 +145,14 @@ class Trainer:
     def evaluate(self, batches) -> np.ndarray:
         """The predicted class of every sample of ``batches``, in order (inference mode)."""
         self.model.eval()
-        predictions = []
-        with torch.inference_mode(), self._autocast():
-            for x, _ in host_batches(batches, self.device, self.pipeline):
-                predictions.append(self._predict(self._put(x)).argmax(1))
+        predictions = [self._predict(self._put(x)).argmax(1)
+                       for x, _ in host_batches(batches, self.device, self.pipeline)]
         self.model.train()
         return torch.cat(predictions).cpu().numpy()
 
     def _put(self, x):
         x = x.to(self.device, non_blocking=True)
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x
-
-    def _autocast(self):
-        if self.amp_dtype is None:
-            return nullcontext()
-        return torch.autocast(self.device.type, dtype=self.amp_dtype)
 
     # The backend's, on the same attributes (cell, device).
     synchronize = PyTorchBackend.synchronize

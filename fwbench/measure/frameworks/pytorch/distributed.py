@@ -15,7 +15,7 @@ same order. fwbench.measure.distributed drives it (one Replica per rank) and doe
 from __future__ import annotations
 
 import os
-from contextlib import nullcontext
+from functools import partial
 
 import numpy as np
 import torch
@@ -25,8 +25,7 @@ from torch.utils.data import DistributedSampler
 
 from fwbench.errors import BackendError, Unsupported
 from fwbench.measure import cuda_driver
-from fwbench.measure.frameworks.base import LOSS_SCALE_INITIAL
-from fwbench.measure.frameworks.pytorch import models
+from fwbench.measure.frameworks.pytorch import models, steps
 from fwbench.measure.frameworks.pytorch.backend import PyTorchBackend
 from fwbench.plan.models import OPTIMIZER, synthetic_batch
 
@@ -70,6 +69,7 @@ class Replica:
         self.cell, self.strategy = cell, strategy
         self.world_size, self.rank, self.seed = world_size, rank, seed
         self.backend = PyTorchBackend(cell, threads=threads, seed=seed)
+        self.compiled: dict | None = None  # set by step: what it compiles, as the backend's
         self.local_rank = int(os.environ.get("LOCAL_RANK", rank))
 
     def configure(self) -> dict:
@@ -135,26 +135,12 @@ class Replica:
             torch.cuda.reset_peak_memory_stats(self.device)
 
     def step(self):
-        x, y, loss_fn, opt = self.x, self.y, self.loss_fn, self.optimizer
-        compiled = self.cell.framework_mode == "compile"
-        model = torch.compile(self.model) if compiled else self.model
-        dtype = self.backend.amp_dtype
-        scaler = torch.amp.GradScaler(self.device.type, init_scale=LOSS_SCALE_INITIAL,
-                                      enabled=dtype == torch.float16)
-
-        def autocast():
-            return nullcontext() if dtype is None else torch.autocast(self.device.type, dtype=dtype)
-
-        def train():
-            opt.zero_grad(set_to_none=True)
-            with autocast():
-                loss = loss_fn(model(x), y)
-            scaler.scale(loss).backward()  # DDP all-reduces (averages) the gradients here
-            scaler.step(opt)
-            scaler.update()
-            return loss
-
-        return train
+        fn = steps.train_step(self.model, self.loss_fn, self.optimizer,
+                              device_type=self.device.type, precision=self.cell.precision)
+        # DDP all-reduces (averages) the gradients in the step's backward.
+        fn, record = steps.compiled(fn, self.cell.framework_mode, "train")
+        self.compiled = {"train": record}
+        return partial(fn, self.x, self.y)
 
     def synchronize(self) -> None:
         if self.device.type == "cuda":

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import keras
 import tensorflow as tf
 
 from fwbench.errors import BackendError
 from fwbench.measure import cuda_driver
-from fwbench.measure.frameworks.base import LOSS_SCALE_INITIAL, Backend
-from fwbench.measure.frameworks.tensorflow import models
+from fwbench.measure.frameworks.base import LOSS_SCALE_INITIAL, Backend, compiled_record
+from fwbench.measure.frameworks.tensorflow import models, steps
 from fwbench.plan.models import OPTIMIZER, synthetic_batch
 from fwbench.plan.profiles import check_precision, layout_for, matched_factors
 
 PRECISIONS = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+# Keras mode: Keras's train_on_batch and predict_on_batch trace the step into a tf.function.
+KERAS_COMPILER = "Keras (train_on_batch, predict_on_batch: tf.function, no XLA)"
 
 
 def runs_ahead(device: str) -> bool:
@@ -60,8 +63,6 @@ class TensorFlowBackend(Backend):
             "precision": c.precision,
             "loss_scale_initial": LOSS_SCALE_INITIAL if c.precision == "fp16" else None,
             "mode": c.framework_mode,
-            "compiled": ("the whole step, optimizer included (tf.function, jit_compile=True)"
-                         if c.framework_mode == "xla" else None),
             "layout": layout,
             "layout_reason": layout_reason,
             # On a GPU, the layout optimizer's kernels are not observable from here: its switch
@@ -98,49 +99,37 @@ class TensorFlowBackend(Backend):
             x, y = synthetic_batch(c.batch_size, c.input_shape, c.num_classes, self.seed,
                                    model=c.model)
             self.x, self.y = models.batch_tensors(c.model, x, y, self.device)
-        # Read once, as PyTorch's optimizer holds its parameters: Keras walks every layer to
-        # collect trainable_variables on each read.
-        self.variables = self.model.trainable_variables
         if c.device == "cuda":
             tf.config.experimental.reset_memory_stats("GPU:0")
 
     def step(self):
-        model, x, y, loss_fn, opt = self.model, self.x, self.y, self.loss_fn, self.optimizer
-        mode = self.cell.framework_mode
-        if mode == "keras":
+        c = self.cell
+        if c.framework_mode == "keras":
             return self._keras_step()
-
-        variables = self.variables
-
-        def train():
-            with tf.GradientTape() as tape:
-                loss = loss_fn(y, _float32(model(x, training=True)))
-                scaled = opt.scale_loss(loss) if hasattr(opt, "scale_loss") else loss
-            grads = tape.gradient(scaled, variables)
-            opt.apply_gradients(zip(grads, variables))
-            return loss
-
-        def infer():
-            return model(x, training=False)
-
-        fn = train if self.cell.phase == "train" else infer
-        if mode in ("function", "xla"):
-            fn = tf.function(fn, jit_compile=mode == "xla")
-
-        def run():
-            with tf.device(self.device):
-                return fn()
-
-        return run
+        if c.phase == "train":
+            fn = steps.train_step(self.model, self.loss_fn, self.optimizer)
+            args = (self.x, self.y)
+        else:
+            fn = steps.infer_step(self.model)
+            args = (self.x,)
+        fn, record = steps.compiled(fn, c.framework_mode, c.phase)
+        self.compiled = {c.phase: record}
+        return partial(fn, *args)
 
     def _keras_step(self):
         """Keras's own loop: what fit and predict run per batch (train_on_batch,
-        predict_on_batch)."""
+        predict_on_batch), a tf.function Keras traces itself."""
         model, x, y = self.model, self.x, self.y
         model.compile(optimizer=self.optimizer, loss=self.loss_fn, jit_compile=False)
+        self.compiled = {self.cell.phase: compiled_record(self.cell.phase, KERAS_COMPILER)}
         if self.cell.phase == "train":
             return lambda: model.train_on_batch(x, y)
         return lambda: model.predict_on_batch(x)
+
+    def device_scope(self):
+        # Entered once around the timed calls: entering it in each call cost every step its
+        # own context switch (a few µs, at LeNet's 0.15 ms steps).
+        return tf.device(self.device)
 
     def synchronize(self) -> None:
         # Synchronous execution has enqueued every kernel when a call returns, so the driver's
@@ -171,11 +160,6 @@ class TensorFlowBackend(Backend):
                 "instruction_set": None,
             },
         }
-
-
-def _float32(outputs):
-    """Losses are computed in float32 under mixed precision, as PyTorch's autocast does."""
-    return tf.cast(outputs, tf.float32) if outputs.dtype != tf.float32 else outputs
 
 
 def _op_determinism() -> bool:

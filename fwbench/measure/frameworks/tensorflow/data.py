@@ -30,9 +30,13 @@ import tensorflow as tf
 
 from fwbench.errors import BackendError, Unsupported
 from fwbench.measure.frameworks import transfer
-from fwbench.measure.frameworks.base import LOSS_SCALE_INITIAL
-from fwbench.measure.frameworks.tensorflow import models
-from fwbench.measure.frameworks.tensorflow.backend import TensorFlowBackend, runs_ahead
+from fwbench.measure.frameworks.base import LOSS_SCALE_INITIAL, compiled_record
+from fwbench.measure.frameworks.tensorflow import models, steps
+from fwbench.measure.frameworks.tensorflow.backend import (
+    KERAS_COMPILER,
+    TensorFlowBackend,
+    runs_ahead,
+)
 
 LAYOUT = "NHWC"
 INPUT_PIPELINE = ("tf.data: from_tensor_slices over fwbench.measure.data.Batches' plan, batches "
@@ -141,18 +145,19 @@ class Trainer:
                 self.optimizer = keras.optimizers.LossScaleOptimizer(
                     self.optimizer, initial_scale=LOSS_SCALE_INITIAL)
             self.optimizer.build(self.model.trainable_variables)
-        self.weight_decay = weight_decay
-        shape = (None, *self.model.input_shape[1:])
-        images = tf.TensorSpec(shape, tf.float32)
-        compiled = self.mode in ("function", "xla")
-        if self.mode == "keras":
+        if self.mode == "keras":  # fit and predict: Keras's own loops, which Keras traces
             self.model.compile(optimizer=self.optimizer, loss=self.loss_fn, jit_compile=False)
-        self._step = (tf.function(self._train_step, jit_compile=self.mode == "xla",
-                                  input_signature=[images, tf.TensorSpec((None,), tf.int64)])
-                      if compiled else self._train_step)
-        self._predict = (tf.function(self._predict_step, jit_compile=self.mode == "xla",
-                                     input_signature=[images])
-                         if compiled else self._predict_step)
+            self.compiled = {phase: compiled_record(phase, KERAS_COMPILER)
+                             for phase in ("train", "infer")}
+        else:
+            images = tf.TensorSpec((None, *self.model.input_shape[1:]), tf.float32)
+            self._step, train = steps.compiled(
+                steps.train_step(self.model, self.loss_fn, self.optimizer,
+                                 weight_decay=weight_decay),
+                self.mode, "train", input_signature=[images, tf.TensorSpec((None,), tf.int64)])
+            self._predict, infer = steps.compiled(steps.infer_step(self.model), self.mode,
+                                                  "infer", input_signature=[images])
+            self.compiled = {"train": train, "infer": infer}
         if cell.device == "cuda":
             tf.config.experimental.reset_memory_stats("GPU:0")
 
@@ -169,19 +174,6 @@ class Trainer:
                 history = self.model.fit(data, epochs=1, verbose=0, shuffle=False)
                 return [history.history["loss"][0]]
             return [self._step(x, y) for x, y in host_batches(batches, None, self.pipeline)]
-
-    def _train_step(self, x, y):
-        variables = self.model.trainable_variables
-        with tf.GradientTape() as tape:
-            loss = self.loss_fn(y, _float32(self.model(x, training=True)))
-            total = loss
-            if self.weight_decay:
-                total = loss + self.weight_decay / 2 * tf.add_n(
-                    [tf.reduce_sum(tf.square(tf.cast(v, tf.float32))) for v in variables])
-            scaled = self.optimizer.scale_loss(total)
-        grads = tape.gradient(scaled, variables)
-        self.optimizer.apply_gradients(zip(grads, variables))
-        return loss
 
     def load_only(self, batches) -> int:
         """Run ``batches`` through the input pipeline onto the device, no model: the pipeline's
@@ -207,11 +199,8 @@ class Trainer:
                 return np.argmax(self.model.predict(images, verbose=0,
                                                     batch_size=batches.batch_size), axis=1)
             # Kept on the device until the end, as on the PyTorch side: one transfer, one sync.
-            return tf.concat([self._predict(x) for x, _ in
+            return tf.concat([tf.argmax(self._predict(x), axis=1) for x, _ in
                               host_batches(batches, None, self.pipeline)], axis=0).numpy()
-
-    def _predict_step(self, x):
-        return tf.argmax(self.model(x, training=False), axis=1)
 
     # The backend's, on the same attributes (cell, device, runs_ahead).
     synchronize = TensorFlowBackend.synchronize
@@ -221,11 +210,6 @@ class Trainer:
 def _signature(batches):
     return (tf.TensorSpec((None, *batches.sample_shape), tf.float32),
             tf.TensorSpec((None,), tf.int64))
-
-
-def _float32(outputs):
-    """Losses are computed in float32 under mixed precision, as PyTorch's autocast does."""
-    return tf.cast(outputs, tf.float32) if outputs.dtype != tf.float32 else outputs
 
 
 # --- PyTorch's weights without torch: numpy stand-ins for the modules transfer.py reads ----------

@@ -28,8 +28,9 @@ from fwbench.errors import BackendError, Unsupported
 from fwbench.measure import cuda_driver
 from fwbench.measure.distributed import shard_indices
 from fwbench.measure.frameworks.base import LOSS_SCALE_INITIAL
-from fwbench.measure.frameworks.tensorflow import models
-from fwbench.measure.frameworks.tensorflow.backend import TensorFlowBackend, _float32
+from fwbench.measure.frameworks.tensorflow import models, steps
+from fwbench.measure.frameworks.tensorflow.backend import TensorFlowBackend
+from fwbench.measure.frameworks.tensorflow.steps import _float32
 from fwbench.plan.models import OPTIMIZER, synthetic_batch
 
 STRATEGIES = {"mirrored": "single_process", "multiworker": "multi_process"}
@@ -75,6 +76,7 @@ class Replica:
         self.cell, self.strategy = cell, strategy
         self.world_size, self.rank, self.seed = world_size, rank, seed
         self.backend = TensorFlowBackend(cell, threads=threads, seed=seed)
+        self.compiled: dict | None = None  # set by step: what it compiles, as the backend's
 
     def configure(self) -> dict:
         reason = check_available(self.strategy, self.cell.device, self.world_size)
@@ -148,24 +150,13 @@ class Replica:
                 tf.config.experimental.reset_memory_stats(f"GPU:{i}")
 
     def step(self):
-        distribution, model = self.distribution, self.model
-        loss_fn, opt = self.loss_fn, self.optimizer
-        mode = self.cell.framework_mode
-
-        def replica_step(x, y):
-            with tf.GradientTape() as tape:
-                loss = loss_fn(y, _float32(model(x, training=True)))
-                scaled = opt.scale_loss(loss) if hasattr(opt, "scale_loss") else loss
-            grads = tape.gradient(scaled, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables))  # sums over replicas
-            return loss
-
-        def train():
-            return distribution.run(replica_step, args=(self.x, self.y))
-
-        if mode in ("function", "xla"):
-            train = tf.function(train, jit_compile=mode == "xla")
-        return train
+        distribution, x, y = self.distribution, self.x, self.y
+        # Each replica's step; its optimizer update sums the gradients over replicas.
+        replica_step = steps.train_step(self.model, self.loss_fn, self.optimizer)
+        fn, record = steps.compiled(lambda: distribution.run(replica_step, args=(x, y)),
+                                    self.cell.framework_mode, "train")
+        self.compiled = {"train": record}
+        return fn
 
     def synchronize(self) -> None:
         if self.cell.device == "cuda" and self.synchronous:

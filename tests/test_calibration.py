@@ -1,0 +1,87 @@
+"""fwbench/measure/calibration.py and scripts/fix_warmup.py: a cell's warm-up, fixed from its
+calibration trial by the changepoint analysis, then read by each of its trials."""
+
+import json
+
+import numpy as np
+import pytest
+
+from fwbench.analysis import steady_state
+from fwbench.errors import ResultError
+from fwbench.measure.calibration import fix_warmup, read_warmup, uncalibrated
+from fwbench.measure.results import write_json
+from fwbench.measure.trial import with_warmup
+
+
+def _calibration(times, status="ok"):
+    return {"cell_id": "throughput/cpu/pytorch/lenet5/x", "status": status,
+            "iteration_ns": list(times) if status == "ok" else []}
+
+
+def _fix(times, status="ok", **bounds):
+    calibration = _calibration(times, status)
+    ok = status == "ok"
+    return fix_warmup(calibration, found=steady_state.warmup_end(times) if ok else None,
+                      kind=steady_state.classify(times) if ok else None,
+                      changepoints=steady_state.changepoints(times) if ok else [],
+                      **{"warmup_min": 5, "warmup_max": 100, **bounds})
+
+
+def _warming_up(steps_slow, total=600, seed=0):
+    """1.2 ms steps falling to 0.8 ms over ``steps_slow`` steps (the reference's PyTorch LeNet-5
+    train b4, trial 1), then steady, with 2% noise."""
+    rng = np.random.default_rng(seed)
+    level = np.concatenate([np.linspace(1.2e6, 0.8e6, steps_slow), np.full(total - steps_slow,
+                                                                            0.8e6)])
+    return (level * (1 + 0.02 * rng.standard_normal(total))).astype(int).tolist()
+
+
+def test_a_warmup_found_is_the_count_every_trial_takes():
+    record = _fix(_warming_up(60))
+    assert record["steady"] and record["class"] == "warmup"
+    assert 40 <= record["iterations"] <= 75 and record["iterations"] == record["found"]
+    assert record["calibration_steps"] == 600 and "steady from step" in record["reason"]
+
+
+def test_a_flat_calibration_warms_up_the_minimum():
+    rng = np.random.default_rng(1)
+    record = _fix((1e6 * (1 + 0.02 * rng.standard_normal(400))).astype(int).tolist())
+    assert (record["class"], record["found"], record["iterations"]) == ("flat", 0, 5)
+    assert record["steady"] and "raised to warmup.min (5)" in record["reason"]
+
+
+def test_a_warmup_past_the_maximum_is_cut_and_said_unsteady():
+    record = _fix(_warming_up(200), warmup_max=100)
+    assert record["found"] > 100 and record["iterations"] == 100 and record["steady"] is False
+    assert "past warmup.max" in record["reason"]
+
+
+def test_no_steady_state_and_a_failed_calibration_fall_back_to_the_maximum():
+    drifting = np.linspace(1e6, 3e6, 400).astype(int).tolist()  # still slowing at the end
+    record = _fix(drifting)
+    assert record["class"] == "no_steady_state" and record["found"] is None
+    assert (record["iterations"], record["steady"]) == (100, False)
+    assert "no steady state" in record["reason"]
+    failed = _fix([], status="unsupported")
+    assert (failed["iterations"], failed["steady"]) == (100, None)
+    assert "ended unsupported" in failed["reason"]
+
+
+def test_a_trial_reads_its_cells_record_and_without_one_takes_the_fallback(tmp_path):
+    settings = {"cell": {"experiment": "throughput"}, "warmup_max": 30}
+    path = tmp_path / "warmup.json"
+    write_json(_fix(_warming_up(60)), path)
+    warmup = with_warmup(settings, path)["warmup"]
+    assert warmup["iterations"] == read_warmup(path)["iterations"] and warmup["steady"]
+    assert with_warmup(settings)["warmup"] == {k: uncalibrated(30)[k] for k in warmup}
+    assert with_warmup(settings, "")["warmup"]["iterations"] == 30  # `--warmup=`: none
+    # A calibration warms up nothing of its own; a real-data trial times whole runs.
+    assert "warmup" not in with_warmup({**settings, "calibration": True}, path)
+    assert "warmup" not in with_warmup({**settings, "cell": {"experiment": "epoch"}}, path)
+
+
+def test_a_malformed_record_is_refused_naming_the_field(tmp_path):
+    path = tmp_path / "warmup.json"
+    path.write_text(json.dumps({**_fix(_warming_up(60)), "iterations": -1}))
+    with pytest.raises(ResultError, match="warmup.json: invalid at iterations"):
+        read_warmup(path)
