@@ -1,16 +1,43 @@
-"""Every preset and the default config validate, plan, and dry-run through Snakemake, so
-`snakemake --configfile presets/<x>.yaml` starts."""
+"""Every preset and the default config validate, plan, and dry-run through Snakemake with the
+command README.md gives, so `snakemake ... --configfile presets/<x>.yaml` starts and plans what
+the README's table of presets says; every paper has its preset, every CPU preset fits a 2-core
+machine."""
 
 import re
+import shlex
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fwbench.plan.config import load
 from fwbench.plan.sweep import Plan
 from tests.conftest import REPO, snakemake
 
-CONFIGS = [REPO / "config.yaml", *sorted((REPO / "presets").glob("*.yaml"))]
+PRESETS = sorted((REPO / "presets").glob("*.yaml"))
+CONFIGS = [REPO / "config.yaml", *PRESETS]
+# Papers whose experiments cannot run on a CPU in a working day, and why (README, "Presets").
+NO_CPU_VARIANT = {"sumanjali2024": "200 epochs of CIFAR-10, which cannot be downloaded here"}
+CPU_CORES = 2  # the development machine the CPU presets are sized for
+
+
+def readme_presets() -> dict[str, dict]:
+    """README.md's table of presets, by config path: its trials and its command."""
+    text = (REPO / "README.md").read_text()
+    section = re.search(r"^## Presets[^\n]*\n(.*?)(?=^## )", text, re.MULTILINE | re.DOTALL)
+    assert section, "README.md has no '## Presets' section"
+    rows = [line for line in section.group(1).splitlines() if line.startswith("| `")]
+    table = {}
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        path, trials, command = cells[0].strip("`"), cells[4], cells[-1].strip("`")
+        table[path] = {"trials": int(trials.replace(",", "")), "command": command}
+    return table
+
+
+def _plan(path: Path) -> Plan:
+    return Plan.from_config(load(path))
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
@@ -24,7 +51,7 @@ def test_config_validates_and_plans(path: Path):
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
 def test_every_planned_path_matches_the_workflow_wildcards(path: Path):
-    plan = Plan.from_config(load(path))
+    plan = _plan(path)
     constraints = {k: re.compile(v) for k, v in plan.wildcard_constraints().items()}
     for cell in plan.cells():
         parts = dict(zip(["experiment", "device", "framework", "model", "cell"],
@@ -33,13 +60,61 @@ def test_every_planned_path_matches_the_workflow_wildcards(path: Path):
             assert constraints[wildcard].fullmatch(value), (wildcard, value)
 
 
+def test_the_readme_table_names_every_preset_and_the_default():
+    named = set(readme_presets())
+    present = {str(p.relative_to(REPO)) for p in CONFIGS}
+    assert named == present, (f"in README.md's table but not in the repository: {named - present}; "
+                              f"in the repository but not in the table: {present - named}")
+
+
+def test_the_readme_table_gives_each_plans_trials():
+    for path, row in readme_presets().items():
+        assert row["trials"] == len(_plan(REPO / path).trials), path
+
+
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
-def test_config_dry_runs_through_snakemake(tmp_path, path: Path):
-    done = snakemake(tmp_path, "--configfile", str(path), "--cores", "1", "--dry-run")
+def test_the_readme_command_dry_runs_the_plan(tmp_path, path: Path):
+    """The table's command, run where config.yaml sits (as in a checkout), plans the preset's
+    trials and no other: a preset merged into config.yaml would gain its models."""
+    shutil.copy(REPO / "config.yaml", tmp_path / "config.yaml")
+    (tmp_path / "presets").mkdir()
+    for preset in PRESETS:
+        shutil.copy(preset, tmp_path / "presets" / preset.name)
+    command = shlex.split(readme_presets()[str(path.relative_to(REPO))]["command"])
+    assert command[0] == "snakemake"
+    done = snakemake(tmp_path, *command[1:], "--dry-run")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     trials = re.search(r"^run_trial\s+(\d+)$", done.stdout, re.MULTILINE)
-    assert trials and int(trials.group(1)) == len(Plan.from_config(load(path)).trials)
+    assert trials and int(trials.group(1)) == len(_plan(path).trials)
     assert re.search(r"^build_report\s+1$", done.stdout, re.MULTILINE)
+
+
+@pytest.mark.parametrize("path", PRESETS, ids=[p.name for p in PRESETS])
+def test_each_preset_header_gives_the_readme_command(path: Path):
+    command = readme_presets()[str(path.relative_to(REPO))]["command"]
+    header = " ".join(line.lstrip("# ").strip() for line in path.read_text().splitlines()
+                      if line.startswith("#"))
+    assert command in header, f"{path.name}'s comments should give {command!r}"
+    assert "Expected run time" in header
+
+
+def test_each_paper_has_a_preset_and_a_cpu_variant_where_one_can_run():
+    papers = yaml.safe_load((REPO / "report" / "claims.yaml").read_text())["papers"]
+    names = {p.stem for p in PRESETS}
+    for paper in papers:
+        assert paper in names, f"no presets/{paper}.yaml"
+        assert f"{paper}-cpu" in names or paper in NO_CPU_VARIANT, f"no presets/{paper}-cpu.yaml"
+
+
+@pytest.mark.parametrize("path", [p for p in PRESETS if p.stem.endswith("-cpu")],
+                         ids=lambda p: p.name)
+def test_a_cpu_preset_runs_on_the_cpu_of_a_2_core_machine(path: Path):
+    config, plan = load(path), _plan(path)
+    assert config["devices"] == ["cpu"] and {c.device for c in plan.cells()} == {"cpu"}
+    needed = max(plan.threads(t) for t in plan.trials)
+    assert needed <= CPU_CORES
+    command = shlex.split(readme_presets()[str(path.relative_to(REPO))]["command"])
+    assert int(command[command.index("--cores") + 1]) >= needed
 
 
 def test_the_default_sweep_can_reach_a_verdict_in_every_family():
