@@ -445,13 +445,16 @@ def brunner_munzel(x, y) -> tuple[float, float, str]:
 
 def fisher_exact(table) -> float:
     """Fisher's exact p that the rows and columns of a contingency table of counts are
-    independent (scipy: 2x2 two-sided, larger tables by enumeration); 1 when a row or column
-    is empty, as nothing can differ."""
+    independent (scipy: 2x2 two-sided and exact; a larger table by Monte Carlo over 9,999
+    tables with its margins, drawn from a fixed seed: scipy's default draws from a fresh one,
+    so each rebuild gave another p); 1 when a row or column is empty, as nothing can differ."""
     table = np.asarray(table, dtype=int)
     table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
     if table.shape[0] < 2 or table.shape[1] < 2:
         return 1.0
-    return float(sps.fisher_exact(table).pvalue)
+    if table.shape == (2, 2):
+        return float(sps.fisher_exact(table).pvalue)
+    return float(sps.fisher_exact(table, method=sps.MonteCarloMethod(rng=0)).pvalue)
 
 
 def wilcoxon_floor_p(n: int) -> float:
