@@ -22,8 +22,9 @@ def _one_comparison(trials, iterations):
     return frames["comparisons"].iloc[0], frames
 
 
-def test_a_trial_that_never_settled_is_left_out_of_its_comparison():
-    # TensorFlow's trial 3 never settled and ran 10x slower: left out, it moves nothing.
+def test_a_trial_that_never_settled_stays_in_the_primary_and_leaves_the_sensitivity():
+    # TensorFlow's trial 3 never settled and ran 10x slower: the primary keeps it (it is a
+    # finding, not a reason), the sensitivity analysis without it agrees on the verdict.
     def extra(fw, model, phase, batch, k, rng):
         return {"warmup_steady": not (fw == "tensorflow" and k == 3)}
 
@@ -32,38 +33,29 @@ def test_a_trial_that_never_settled_is_left_out_of_its_comparison():
         return shifted(1.3, within=0.01)(fw, model, phase, batch, k, rng) * slow
 
     c, frames = _one_comparison(*make_tables(**QUIET, time_ns=time_ns, extra=extra))
-    assert c["verdict"] == "tensorflow_faster" and not c["exploratory"]
-    assert (c["n_pytorch"], c["n_tensorflow"], c["unsteady_trials"]) == (8, 7, 1)
-    assert c["exploratory_reason"] == ""
+    assert (c["n_pytorch"], c["n_tensorflow"], c["n_pairs_used"], c["unsteady_trials"]) == \
+        (8, 8, 8, 1)
+    assert not c["exploratory"]
     assert frames["cells"]["warmup_unsteady_trials"].sum() == 1
-    without = make_tables(**QUIET, time_ns=time_ns)
-    trials, iterations = without
-    keep = ~((trials["framework"] == "tensorflow") & (trials["trial"] == 3))
-    dropped, _ = _one_comparison(trials[keep], iterations)
-    assert c["ratio"] == dropped["ratio"]
-    assert (c["ratio_ci_low"], c["ratio_ci_high"]) == \
-        (dropped["ratio_ci_low"], dropped["ratio_ci_high"])
+    s = frames["sensitivity"].set_index("analysis").loc["without quality classes"]
+    assert s["excluded"] == 1 and s["n_tensorflow"] == 7 and s["n_pairs_used"] == 7
+    assert s["verdict"] == "tensorflow_faster" and s["primary_verdict"] == c["verdict"]
+    assert s["ratio"] > c["ratio"]   # the slow TensorFlow trial pulled the primary ratio down
+    quality = frames["quality"].set_index("framework")
+    assert quality.loc["tensorflow", "n_unsteady_warmup"] == 1
+    assert quality.loc["pytorch", "n_unsteady_warmup"] == 0
 
 
-def test_a_comparison_left_with_too_few_usable_trials_is_exploratory():
-    def extra(fw, model, phase, batch, k, rng):
-        return {"warmup_steady": not (fw == "tensorflow" and k in (3, 5))}
-
-    c, _ = _one_comparison(*make_tables(**QUIET, time_ns=shifted(1.3, within=0.01),
-                                        extra=extra))
+def test_a_comparison_with_too_few_pairs_is_exploratory():
+    trials, iterations = make_tables(**QUIET, time_ns=shifted(1.3, within=0.01))
+    keep = ~((trials["framework"] == "tensorflow") & trials["trial"].isin([3, 5]))
+    c, _ = _one_comparison(trials[keep], iterations)
     assert c["verdict"] == "tensorflow_faster" and c["exploratory"]
-    assert c["n_tensorflow"] == 6 and c["unsteady_trials"] == 2
-    assert c["exploratory_reason"] == ("6 usable trials on the smaller side, fewer than 7; "
-                                       "2 trials left out that never reached a steady warm-up")
-    firm, _ = _one_comparison(*make_tables(**QUIET, time_ns=shifted(1.3, within=0.01)))
+    assert (c["n_tensorflow"], c["n_pairs_used"], c["n_unpaired"]) == (6, 6, 2)
+    assert c["exploratory_reason"] == "6 pairs of trials, fewer than 7"
+    assert "2 trials without their partner enter only the rank checks" in c["verdict_note"]
+    firm, _ = _one_comparison(trials, iterations)
     assert not firm["exploratory"] and firm["exploratory_reason"] == ""
-
-
-def test_a_side_with_no_usable_trial_gives_a_hint_from_every_ok_trial():
-    c, _ = _one_comparison(*make_tables(**QUIET, time_ns=shifted(1.3, within=0.01),
-                                        extra=lambda fw, *a: {"warmup_steady": fw == "pytorch"}))
-    assert c["exploratory"] and c["n_tensorflow"] == 8 and c["unsteady_trials"] == 8
-    assert c["exploratory_reason"].startswith("0 usable trials")  # a hint from all 8
 
 
 def _drifting(fw, model, phase, batch, k, rng):
@@ -74,28 +66,29 @@ def _drifting(fw, model, phase, batch, k, rng):
     return times
 
 
-def test_trials_whose_timed_iterations_drift_are_left_out():
+def test_trials_whose_timed_steps_change_level_are_classified_and_counted():
     c, frames = _one_comparison(*make_tables(**QUIET, time_ns=_drifting))
-    assert c["exploratory"] and c["drift_trials"] == 2 and c["n_pytorch"] == 6
-    assert c["exploratory_reason"] == ("6 usable trials on the smaller side, fewer than 7; "
-                                       "2 trials left out that drift within their timed "
-                                       "iterations")
+    assert c["drift_trials"] == 2 and c["n_pytorch"] == 8 and not c["exploratory"]
+    assert c["classes_tensorflow"] == "flat=8"
     assert frames["cells"]["drift_trials"].sum() == 2
+    quality = frames["quality"].set_index("framework")
+    assert quality.loc["pytorch", "n_flat"] == 6 and quality.loc["tensorflow", "n_flat"] == 8
+    p = quality.loc["pytorch", "fisher_p"]
+    table = [[quality.loc[f, f"n_{k}"] for k in ("flat", "warmup", "slowdown",
+                                                 "no_steady_state")]
+             for f in ("pytorch", "tensorflow")]
+    table = np.array(table)[:, np.array(table).sum(axis=0) > 0]
+    assert p == pytest.approx(sps.fisher_exact(table).pvalue)
+    fisher = frames["tests"][frames["tests"]["family"] == "quality"].iloc[0]
+    assert fisher["p"] == pytest.approx(p)
 
 
 @pytest.mark.parametrize("column", ["drift_detected", "drift"])
 def test_the_harness_drift_verdict_is_used_where_the_trial_recorded_one(column):
-    # Recorded False everywhere: the harness's test decides, the trend above does not count.
-    c, _ = _one_comparison(*make_tables(**QUIET, time_ns=_drifting,
-                                        extra=lambda *a: {column: False}))
-    assert not c["exploratory"] and c["drift_trials"] == 0 and c["n_pytorch"] == 8
-
-    def recorded(fw, model, phase, batch, k, rng):
-        return {column: fw == "tensorflow" and k == 5}
-
-    c, _ = _one_comparison(*make_tables(**QUIET, time_ns=shifted(1.3, within=0.01),
-                                        extra=recorded))
-    assert c["drift_trials"] == 1 and c["n_tensorflow"] == 7 and not c["exploratory"]
+    # Recorded False everywhere: the harness's test decides, the changepoints do not count.
+    _, frames = _one_comparison(*make_tables(**QUIET, time_ns=_drifting,
+                                             extra=lambda *a: {column: False}))
+    assert frames["cells"]["drift_trials"].sum() == 0
 
 
 def _adjacency(gaps: dict):
@@ -107,31 +100,31 @@ def _adjacency(gaps: dict):
     return extra
 
 
-def test_the_paired_blocks_test_uses_only_pairs_that_ran_back_to_back():
+def test_pairs_that_did_not_run_back_to_back_are_counted_and_tried_without():
     trials, iterations = make_tables(**QUIET, time_ns=shifted(1.3), extra=_adjacency({2: 5,
                                                                                       6: 57}))
     c, frames = _one_comparison(trials, iterations)
-    assert (c["n_pairs"], c["n_pairs_adjacent"], c["n_blocks"]) == (8, 6, 6)
-    medians = iterations.groupby(["framework", "trial"])["time_ns"].median()
-    kept = [k for k in range(1, 9) if k not in (2, 6)]
-    d = np.log(medians["pytorch"][kept].to_numpy()) - np.log(medians["tensorflow"][kept])
+    assert (c["n_pairs"], c["n_pairs_adjacent"], c["n_pairs_used"]) == (8, 6, 8)
+    means = iterations.groupby(["framework", "trial"])["time_ns"].mean()
+    d = np.log(means["pytorch"].to_numpy()) - np.log(means["tensorflow"].to_numpy())
     assert c["blocks_wilcoxon_p"] == pytest.approx(sps.wilcoxon(d).pvalue)
-    tests = frames["tests"]
-    blocks = tests[tests["family"].str.startswith("comparison-blocks/")].iloc[0]
-    assert blocks["n"] == "6" and "6 of 8 pairs did, only those are used" in blocks["note"]
-    florencio = tests[tests["variant"] == "paired over interleaved blocks (sound)"].iloc[0]
-    assert florencio["n"] == "6"
+    assert c["paired_p"] == pytest.approx(sps.ttest_1samp(d, 0).pvalue)
+    adjacent_only = frames["sensitivity"].set_index("analysis").loc["adjacent pairs only"]
+    kept = [k - 1 for k in range(1, 9) if k not in (2, 6)]
+    assert adjacent_only["n_pairs_used"] == 6
+    assert adjacent_only["ratio"] == pytest.approx(np.exp(d[kept].mean()))
+    strict = st.summarize(trials, iterations, n_boot=50, pairs="adjacent")["comparisons"]
+    assert strict.iloc[0]["n_pairs_used"] == 6
     summary = adjacency_summary(trials)
     assert summary == {"recorded": True, "pairs": 8, "adjacent": 6, "max_pair_gap_trials": 57.0,
                        "max_pair_gap_s": 142.5}
 
 
-def test_runs_that_did_not_record_adjacency_pair_every_trial_and_say_so():
+def test_runs_that_did_not_record_adjacency_pair_every_trial():
     trials, iterations = make_tables(**QUIET, time_ns=shifted(1.3))
     c, frames = _one_comparison(trials, iterations)
-    assert pd.isna(c["n_pairs_adjacent"]) and c["n_blocks"] == c["n_pairs"] == 8
-    blocks = frames["tests"][frames["tests"]["family"].str.startswith("comparison-blocks/")]
-    assert "did not record whether they were, so all 8 pairs are used" in blocks.iloc[0]["note"]
+    assert pd.isna(c["n_pairs_adjacent"]) and c["n_pairs_used"] == c["n_pairs"] == 8
+    assert "adjacent pairs only" not in set(frames["sensitivity"]["analysis"])
     assert adjacency_summary(trials) == {"recorded": False, "pairs": 8}
 
 
@@ -169,13 +162,9 @@ def test_the_report_counts_adjacent_pairs_and_unsteady_trials(tmp_path):
     pairs = int(re.search(r"(\d+) of (\d+) pairs \(trial k", method).group(2))
     assert f"{pairs - 4} of {pairs} pairs (trial k of PyTorch and of TensorFlow) ran back to " \
            "back" in method
-    assert "(the widest gap: 3 trials, 15.0 s); the paired blocks test uses only the adjacent " \
-           "ones" in method
-    assert re.search(r"Of the \d+ ok trials, [1-9]\d* never reached a steady warm-up and \d+ "
-                     r"drift within their timed iterations \(tested on each trial's timed "
-                     r"iterations by the statistics\); the \d+ comparison\(s\) that had such "
-                     r"a trial left it out, and \d+ of them kept too few trials for a verdict",
-                     method)
+    assert "(the widest gap: 3 trials, 15.0 s)" in method
+    # every ok trial stays in the primary analysis: the report counts the findings
+    assert re.search(r"Of the \d+ ok trials, [1-9]\d* never reached a steady warm-up", method)
 
 
 def test_the_report_says_when_adjacency_was_not_recorded(tmp_path):

@@ -74,7 +74,10 @@ def test_memory_comparisons_use_the_statistics_of_time():
     assert (rss["family_size"] == 2).all() and (rss["ratio_ci_level"] >= 1 - 0.05 / 2).all()
     assert (rss["p_adjusted"] <= 0.05).all()
     few = memory_comparisons(trials, min_trials_for_verdict=8)
-    assert few["exploratory"].all()
+    assert few[few["varies"]]["exploratory"].all()
+    device = comparisons[comparisons["metric"] == "device_peak_bytes"]   # constant per batch
+    assert (device["verdict"] == "not_tested").all() and device["p_adjusted"].isna().all()
+    assert not device["varies"].any() and device["ratio"].notna().all()
     same = memory_comparisons(make_tables(trials=7, phases=("infer",), batches=(1,),
                                           extra=peaks(800, 800))[0])
     assert same.iloc[0]["verdict"] == "equivalent"

@@ -293,9 +293,9 @@ def sensitivity_table(per_trial: pd.DataFrame, primary: pd.DataFrame, *, leave_o
                       pairs: str = "all", **plan) -> pd.DataFrame:
     """sensitivity.csv: the comparisons again without the trials whose quality findings the
     plan names (``leave_out``; both frameworks, one rule), and, where the primary pairs every
-    trial k as planned and some pair did not run back to back, with adjacent pairs only. Each row sits
-    beside the primary verdict (``agrees``); never the primary. ``plan``: compare_pairs'
-    arguments."""
+    trial k as planned and some pair did not run back to back, with adjacent pairs only. Each
+    row sits beside the primary verdict (``agrees``); never the primary. ``plan``:
+    compare_pairs' arguments."""
     analyses = []
     if len(per_trial) and leave_out:
         drop = sensitive_trials(per_trial, leave_out)

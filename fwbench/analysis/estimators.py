@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 from scipy import stats as sps
-from scipy.special import ndtr, ndtri
+from scipy.special import ndtr, ndtri, stdtr, stdtrit
 
 __all__ = [
     "cliffs_delta", "cliffs_magnitude", "hodges_lehmann", "jonckheere_terpstra", "median_ci",
@@ -388,7 +388,7 @@ def t_interval(x, confidence: float = 0.95) -> Interval:
     mean = float(x.mean())
     if n < 2:
         return Interval(mean, math.nan, math.nan, math.nan, "one value: no interval")
-    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * float(x.std(ddof=1)) / math.sqrt(n)
+    half = float(stdtrit(n - 1, 0.5 + confidence / 2)) * float(x.std(ddof=1)) / math.sqrt(n)
     return Interval(mean, mean - half, mean + half, confidence, f"t interval, {n - 1} df")
 
 
@@ -400,8 +400,8 @@ def t_test(x, null: float = 0.0, alternative: str = "two-sided") -> tuple[float,
         return math.nan, math.nan
     t = (float(x.mean()) - null) / (float(x.std(ddof=1)) / math.sqrt(x.size))
     df = x.size - 1
-    p = {"two-sided": 2.0 * float(sps.t.sf(abs(t), df)), "less": float(sps.t.cdf(t, df)),
-         "greater": float(sps.t.sf(t, df))}[alternative]
+    p = {"two-sided": 2.0 * float(stdtr(df, -abs(t))), "less": float(stdtr(df, t)),
+         "greater": float(stdtr(df, -t))}[alternative]
     return t, min(1.0, p)
 
 
