@@ -92,8 +92,26 @@ images: $(INSTALLED)
 		$(if $(BASE),--base $(BASE)) $(if $(IMAGE_PYTHON),--python $(IMAGE_PYTHON)) \
 		$(if $(INDEX_URL),--index-url $(INDEX_URL))
 
+# The images once (`make images` when containers/build/images.lock is missing; run it again to
+# rebuild them), then the default sweep (config.yaml) with every benchmark job in its
+# framework's image: with Apptainer as it is, without it through scripts/containers/apptainer,
+# a shim that answers Snakemake's apptainer calls with `podman run` (`docker run` with
+# ENGINE=docker, or where Podman is missing). ARGS: more Snakemake arguments, for example
+# ARGS="--config 'devices=[cpu,cuda]'" on a GPU machine. Resumes like `make run`.
+.PHONY: run-containers
+IMAGES_LOCK := containers/build/images.lock
+$(IMAGES_LOCK):
+	$(MAKE) images
+run-containers: $(INSTALLED) $(IMAGES_LOCK)
+	$(BIN)/python -m fwbench unlock-if-idle
+	$(if $(shell command -v apptainer),,PATH=$(abspath scripts/containers):$$PATH) \
+	$(if $(filter docker,$(ENGINE)),APPTAINER_SHIM_ENGINE=docker) \
+		$(SNAKEMAKE) --cores 1 --use-singularity --rerun-incomplete $(ARGS)
+	@echo "Report: results/default/report/report.html and report.pdf"
+
 # Both images built here with Podman on a stand-in Debian base, checked inside, and the workflow
-# run in them through an apptainer-on-podman shim (needs root; not part of `make test`).
+# run in them through an apptainer-on-podman shim, `make run-containers` from a fresh clone
+# included (needs root; not part of `make test`).
 test-containers: $(INSTALLED)
 	scripts/containers/test.sh
 

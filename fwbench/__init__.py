@@ -4,5 +4,9 @@ from pathlib import Path
 
 __version__ = "0.1.0"
 
-# The checkout fwbench runs from: its rules/, report/ templates and git state.
-SOURCE_DIR = Path(__file__).resolve().parent.parent
+# The workflow fwbench runs: its Snakefile, rules/ and schemas, report/ templates and claims.
+# The checkout the package sits in (and its git state); in a wheel installed without one, the
+# copy of those files the wheel carries as package data (setup.py).
+_PACKAGE = Path(__file__).resolve().parent
+SOURCE_DIR = (_PACKAGE.parent if (_PACKAGE.parent / "Snakefile").is_file()
+              else _PACKAGE / "_workflow")

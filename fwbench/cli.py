@@ -5,6 +5,7 @@ but fwbench itself, and a command whose packages are missing says how to install
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import subprocess
 import sys
@@ -66,11 +67,13 @@ def _epoch_ns(seconds: str | None) -> int | None:
         return None
 
 
-def _snakemake(command: list[str]) -> int:
-    try:
-        return subprocess.run(command).returncode
-    except FileNotFoundError:
-        raise FwbenchError("the `snakemake` command is not on PATH; " + INSTALL_HINT) from None
+def _snakemake(args: list[str]) -> int:
+    """Snakemake run by this interpreter, so by the environment fwbench is installed in,
+    whatever PATH holds."""
+    if importlib.util.find_spec("snakemake") is None:
+        raise FwbenchError(f"Snakemake is not installed beside fwbench ({sys.executable}); "
+                           + INSTALL_HINT)
+    return subprocess.run([sys.executable, "-m", "snakemake", *args]).returncode
 
 
 def _unlock_command(args) -> int:
@@ -84,7 +87,7 @@ def _unlock_command(args) -> int:
     if workflow.stale_locks():
         print("fwbench: removing the stale lock of an interrupted run.", file=sys.stderr)
         snakefile = SOURCE_DIR / "Snakefile"
-        return _snakemake(["snakemake", "--snakefile", str(snakefile), "--unlock", "--cores", "1"])
+        return _snakemake(["--snakefile", str(snakefile), "--unlock", "--cores", "1"])
     return 0
 
 
@@ -106,11 +109,11 @@ def _rebuild_command(args) -> int:
 
     run_dir = _run_dir(args.run_dir)
     try:
-        command = workflow.rebuild_command(run_dir, SOURCE_DIR / "Snakefile")
+        arguments = workflow.rebuild_arguments(run_dir, SOURCE_DIR / "Snakefile")
     except ValueError as exc:
         raise FwbenchError(f"{exc}; move or link the run folder under a results/ folder") from None
-    print(f"fwbench: {' '.join(command)}", file=sys.stderr)
-    status = _snakemake(command)
+    print(f"fwbench: snakemake {' '.join(arguments)}", file=sys.stderr)
+    status = _snakemake(arguments)
     if status or not (args.check or args.record):
         return status
     manifest = run_dir / workflow.MANIFEST
@@ -212,8 +215,11 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         return super()._format_action(action)
 
 
-def _command(commands, name: str, summary: str, description: str, func):
-    parser = commands.add_parser(name, help=summary, description=description)
+def _command(commands, name: str, summary: str | None, description: str, func):
+    """A command; one without a summary is the workflow's own (``idle``, ``trial``): it works,
+    with its own --help, but the list of commands leaves it out."""
+    parser = commands.add_parser(name, description=description,
+                                 **({"help": summary} if summary else {}))
     parser.set_defaults(func=func)
     return parser
 
@@ -228,9 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
         commands, "rebuild", "remake a finished run's tables, statistics, figures and report "
         "from its trial results, measuring nothing again",
         "Remake results/<run>/tables, stats, figures and report from the trial results in "
-        "results/<run>/cells. No experiment runs: a missing trial result is an error, not a new "
-        "measurement. Use it after changing the statistics or the report, or to rebuild the "
-        "shipped reference run (results/reference) on any machine.", _rebuild_command)
+        "results/<run>/cells, planned by the config the run saved when it started "
+        "(results/<run>/config.yaml, its analysis plan included), wherever the folder is. No "
+        "experiment runs: a missing trial result is an error, not a new measurement. Use it "
+        "after changing the code of the statistics or the report, or to rebuild the shipped "
+        "reference run (results/reference) on any machine.", _rebuild_command)
     rebuild.add_argument("run_dir", metavar="RUN", help="the run's folder, e.g. results/reference")
     proof = rebuild.add_mutually_exclusive_group()
     proof.add_argument("--check", action="store_true",
@@ -321,22 +329,23 @@ def build_parser() -> argparse.ArgumentParser:
     pin.add_argument("--lock", help="lock file (default: containers/images.lock, or "
                      "$FWBENCH_IMAGES_LOCK)")
 
+    # Run by the workflow (rules/benchmark.smk), not listed.
     idle = _command(
-        commands, "idle", "(run by the workflow) measure the machine at rest before the first "
-        "trial: the baseline for energy above idle and for the cool-down wait",
-        "Sample GPU power, the energy counters and temperatures with nothing running (a CUDA "
-        "context held on each GPU, as a trial holds one), and write the baseline that trials "
-        "subtract from their energy and wait for before they start.", _idle_command)
+        commands, "idle", None,
+        "Run by the workflow before the first trial. Sample GPU power, the energy counters "
+        "and temperatures with nothing running (a CUDA context held on each GPU, as a trial "
+        "holds one), and write the baseline that trials subtract from their energy and wait "
+        "for before they start.", _idle_command)
     idle.add_argument("--out", required=True, help="the JSON file to write")
     idle.add_argument("--duration", type=float, default=3.0, help="seconds (default 3)")
     idle.add_argument("--period", type=float, default=0.1, help="sampling period in seconds")
 
     trial = _command(
-        commands, "trial", "(run by the workflow) measure one trial of one cell in a fresh, "
-        "supervised process",
-        "Measure one trial: a fresh process runs the cell while telemetry is sampled, and its "
-        "result, provenance and telemetry files are written atomically. The workflow passes "
-        "the settings from its plan; running it by hand is for debugging.", _trial_command)
+        commands, "trial", None,
+        "Run by the workflow. Measure one trial: a fresh process runs the cell while "
+        "telemetry is sampled, and its result, provenance and telemetry files are written "
+        "atomically. The workflow passes the settings from its plan; running it by hand is for "
+        "debugging.", _trial_command)
     trial.add_argument("--settings", required=True,
                        help="the trial's settings as JSON (from the plan)")
     trial.add_argument("--result", required=True, help="path of trial-<k>.json")

@@ -1,6 +1,6 @@
-"""Helpers around Snakemake runs of this workflow: safe unlocking before a resume, the
-rebuild of a run's tables, statistics and report from its cell files, and the progress line
-each trial job prints."""
+"""Helpers around Snakemake runs of this workflow: safe unlocking before a resume, the config
+a run keeps in its folder, the rebuild of a run's tables, statistics and report from its cell
+files, the cause of a failed job on the terminal, and the progress line each trial job prints."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ import csv
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 from datetime import datetime
 from pathlib import Path, PurePosixPath
+
+from fwbench.errors import FwbenchError
 
 
 def snakemake_alive(directory: str | os.PathLike = ".") -> list[int]:
@@ -26,7 +29,8 @@ def snakemake_alive(directory: str | os.PathLike = ".") -> list[int]:
             cwd = Path(os.readlink(proc / "cwd"))
         except OSError:
             continue
-        if any(Path(a.decode(errors="replace")).name == "snakemake" for a in argv[:2]) \
+        # `snakemake …`, `python …/snakemake …` or `python -m snakemake …`
+        if any(Path(a.decode(errors="replace")).name == "snakemake" for a in argv[:3]) \
                 and cwd == directory:
             pids.append(int(proc.name))
     return pids
@@ -48,20 +52,62 @@ COLLECT_RULES = ("collect_tables", "collect_profiles", "collect_telemetry_trace"
                  "audit_versions")
 
 
-def rebuild_command(run_dir: str | os.PathLike, snakefile: str | os.PathLike) -> list[str]:
-    """The Snakemake command that rebuilds results/<run>/ from its cell files alone.
+def own_python_first(environ) -> None:
+    """Put the folder of the interpreter running Snakemake first on the jobs' PATH, so a host
+    job's `python -m fwbench` runs in the workflow's own environment whatever PATH held (as
+    Snakemake runs `script:` rules with it); a job in a container gets its image's PATH from
+    Apptainer instead. The folder is resolved, as every path the workflow records."""
+    environ["PATH"] = os.pathsep.join([os.path.realpath(os.path.dirname(sys.executable)),
+                                       environ.get("PATH", os.defpath)])
 
-    The run's own config.yaml, when it ships one (results/reference/ does), plans the same cells
-    the run measured; otherwise the workflow's config with ``run`` set to the folder's name.
-    """
+
+# The resolved config a run was measured with, in its folder: what rebuilds it (and what the
+# commands over several runs read), wherever the folder goes.
+RUN_CONFIG = "config.yaml"
+RUN_CONFIG_HEADER = """\
+# The resolved config this run measured with (every default filled in), written by the
+# workflow when the run started. Its `statistics` block is the run's analysis plan.
+# `fwbench rebuild` plans from this file, not from the workflow's config.yaml.
+"""
+
+
+def save_run_config(config: dict, run_dir: str | os.PathLike) -> bool:
+    """Write ``config`` (validated) to ``run_dir``/config.yaml; True if written. A saved config
+    that validates to the same one is left as it is, so a rebuild rewrites nothing and the
+    shipped reference keeps its commented file."""
+    import warnings
+
+    import yaml
+
+    from fwbench.files import write_atomic
+    from fwbench.plan.config import load
+
+    path = Path(run_dir, RUN_CONFIG)
+    try:
+        with warnings.catch_warnings():   # said once already, when the workflow read it
+            warnings.simplefilter("ignore")
+            if load(path) == config:
+                return False
+    except (OSError, yaml.YAMLError, FwbenchError):   # none yet, or one that no longer validates
+        pass
+    write_atomic(path, RUN_CONFIG_HEADER + yaml.safe_dump(config, sort_keys=False))
+    return True
+
+
+def rebuild_arguments(run_dir: str | os.PathLike, snakefile: str | os.PathLike) -> list[str]:
+    """Snakemake's arguments that rebuild results/<run>/ from its cell files alone, planned by
+    the config the run saved (its RUN_CONFIG) and nothing else: not the config.yaml of the
+    folder it runs in, which may have changed since."""
     run_dir = Path(run_dir).resolve()
     if run_dir.parent.name != "results":
         raise ValueError(f"{run_dir} is not a run folder: expected results/<run>")
-    command = ["snakemake", "--snakefile", str(snakefile), "--directory",
-               str(run_dir.parent.parent), "--cores", "1"]
-    if (run_dir / "config.yaml").is_file():
-        command += ["--configfile", str(run_dir / "config.yaml")]
-    return [*command, "--config", f"run={run_dir.name}", "--forcerun", *COLLECT_RULES,
+    if not (run_dir / RUN_CONFIG).is_file():
+        raise FwbenchError(
+            f"{run_dir / RUN_CONFIG} is missing: a run saves the config it measured with when "
+            "it starts, and rebuilds from it; copy that config there (its `run` may differ)")
+    return ["--snakefile", str(snakefile), "--directory", str(run_dir.parent.parent),
+            "--cores", "1", "--configfile", str(run_dir / RUN_CONFIG), "--replace-workflow-config",
+            "--config", f"run={run_dir.name}", "--forcerun", *COLLECT_RULES,
             "--allowed-rules", *HOST_RULES]
 
 
@@ -155,6 +201,45 @@ def _cells(path: str | os.PathLike) -> tuple[list[str], list[list[str]]]:
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- why a run failed ----------------------------------------------------------------------
+
+def failed_jobs(snakemake_log: str | os.PathLike) -> list[tuple[str, list[str]]]:
+    """(rule, its log files) of every job that failed, from Snakemake's log of the run."""
+    text = Path(snakemake_log).read_text(errors="replace")
+    failed = []
+    for error in re.finditer(r"^Error in rule (\w+):\n((?:    .*\n?)*)", text, re.M):
+        logs = re.search(r"^    log: (.+?)(?: \(check log file\(s\) for error details\))?$",
+                         error.group(2), re.M)
+        failed.append((error.group(1), logs.group(1).split(", ") if logs else []))
+    return failed
+
+
+def failure_cause(job_log: str | os.PathLike) -> str:
+    """Why a job failed, from its log: the last exception line (the one a traceback ends
+    with), else the last line."""
+    try:
+        lines = [line.strip() for line in
+                 Path(job_log).read_text(errors="replace").splitlines() if line.strip()]
+    except OSError as exc:
+        return f"its log cannot be read ({exc.strerror})"
+    raised = [line for line in lines if re.match(r"[\w.]*(Error|Exception|Exit)\b:? ", line)]
+    return (raised or lines or ["its log is empty"])[-1]
+
+
+def print_failures(snakemake_logs, file=None) -> None:
+    """The cause of each failed job, one line each: the workflow's ``onerror`` handler, so
+    ``make run``, ``fwbench rebuild`` and a plain ``snakemake`` end with it rather than with
+    "check log file(s) for error details"."""
+    if isinstance(snakemake_logs, (str, os.PathLike)):
+        snakemake_logs = [snakemake_logs]
+    for snakemake_log in snakemake_logs:
+        for rule, logs in failed_jobs(snakemake_log):
+            for job_log in logs or [None]:
+                cause = failure_cause(job_log) if job_log else "it has no log"
+                where = f" (log: {job_log})" if job_log else ""
+                print(f"fwbench: rule {rule} failed: {cause}{where}", file=file or sys.stderr)
 
 
 # --- progress of a sweep ------------------------------------------------------------------

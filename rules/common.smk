@@ -2,11 +2,12 @@
 
 import gc
 import json
+import os
 
 from fwbench.environment import images
 from fwbench.plan.config import check_threads, validate
 from fwbench.plan.sweep import Plan
-from fwbench.workflow import write_planned
+from fwbench.workflow import own_python_first, print_failures, save_run_config, write_planned
 
 # Planning a sweep makes millions of long-lived objects (Snakemake's jobs and files, the plan).
 # Python's full collections walk them all again each time the heap grows by a quarter, and free
@@ -26,10 +27,22 @@ IMAGES = images.workflow_images(
 )
 
 
-# The planned trials, for the progress line each trial job prints (trials done, failed, time
-# left); written when jobs are about to run, never by a dry-run.
+# Host jobs' `python -m fwbench` is this workflow's own interpreter, whatever PATH held when
+# Snakemake started (`.venv/bin/snakemake` with the environment not activated).
+own_python_first(os.environ)
+
+
+# When jobs are about to run (never in a dry-run): the resolved config, whose `statistics` block
+# is the analysis plan, into results/<run>/config.yaml, from which the run rebuilds wherever its
+# folder goes; and the planned trials, for the progress line each trial job prints.
 onstart:
+    save_run_config(config, RESULTS)
     write_planned(PLAN.trial_paths(), RESULTS)
+
+
+# A failed job's cause, read from its log, as the last lines on the terminal.
+onerror:
+    print_failures(log)
 
 
 # From the planned cells and the code that names them (fwbench.plan.cells), so no path the plan

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -33,16 +35,19 @@ def test_console_script_is_the_same_main_as_python_m_fwbench():
         assert same.stdout == run("--help").stdout
 
 
-def test_help_explains_every_command_to_a_user():
+def test_help_lists_the_users_commands_and_hides_the_workflows_own():
     proc = run("--help")
     assert proc.returncode == 0
     text = proc.stdout
     assert "snakemake --cores 1" in text and "make run" in text   # how to run the benchmark
-    for name in USER_COMMANDS + WORKFLOW_COMMANDS:
-        line = next(line for line in text.splitlines() if line.startswith(f"  {name} "))
+    listed = text.split("\ncommands:\n")[1].split("\n\n")[0]
+    for name in USER_COMMANDS:
+        line = next(line for line in listed.splitlines() if line.startswith(f"  {name} "))
         assert len(line.split()) > 4, line  # a summary beside the name
-        assert ("(run by the workflow)" in line) == (name in WORKFLOW_COMMANDS), line
-        sub = run(name, "--help")  # and a paragraph of its own
+    for name in WORKFLOW_COMMANDS:   # run by the workflow's rules: neither listed nor in usage
+        assert not re.search(rf"^  {name} |[{{,]{name}[,}}]", listed, re.M), name
+    for name in USER_COMMANDS + WORKFLOW_COMMANDS:
+        sub = run(name, "--help")  # each with a paragraph of its own
         assert sub.returncode == 0 and len(sub.stdout.split("\n\n")[1]) > 80, name
     assert "<command>\n" not in text  # no argparse metavar line in the list
 
@@ -89,10 +94,19 @@ def test_a_missing_package_names_the_install_command(monkeypatch, capsys):
 def test_a_missing_snakemake_names_the_fix(tmp_path, monkeypatch, capsys):
     run_dir = tmp_path / "results" / "r"
     (run_dir / "cells").mkdir(parents=True)
-    monkeypatch.setenv("PATH", str(tmp_path))
+    (run_dir / "config.yaml").write_text("run: r\n")
+    monkeypatch.setitem(sys.modules, "snakemake", None)  # as if it were not installed
     assert cli.main(["rebuild", str(run_dir)]) == 1
     err = capsys.readouterr().err
-    assert "`snakemake` command is not on PATH" in err and "make .venv/.installed" in err
+    assert "Snakemake is not installed beside fwbench" in err and "make .venv/.installed" in err
+
+
+def test_a_run_without_its_saved_config_is_not_rebuilt_from_another(tmp_path, capsys):
+    run_dir = tmp_path / "results" / "r"
+    (run_dir / "cells").mkdir(parents=True)
+    assert cli.main(["rebuild", str(run_dir)]) == 1
+    err = capsys.readouterr().err
+    assert f"{run_dir.resolve() / 'config.yaml'} is missing" in err and "copy that config" in err
 
 
 @pytest.mark.slow
@@ -111,3 +125,41 @@ def test_help_and_version_work_with_nothing_but_fwbench_installed(tmp_path):
                                          check=True).stdout
     proc = subprocess.run([*main, "models"], capture_output=True, text=True)
     assert proc.returncode == 1 and "make .venv/.installed" in proc.stderr
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_rebuilds_a_copied_run_outside_any_checkout(tmp_path):
+    """`pip install .` (a wheel, not editable) into a fresh venv, then `fwbench rebuild` of the
+    reference run copied into a folder of its own, with nothing of either environment on PATH:
+    the workflow, templates, claims and schemas come from the wheel's package data, Snakemake
+    from the venv. The venv borrows the locked dependencies from this test environment (a .pth
+    line) so nothing is downloaded; fwbench itself is the wheel, built from a copy of the tree."""
+    source = tmp_path / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "results", "logs", "build", "wheelhouse", ".snakemake", "__pycache__",
+        "*.egg-info", ".pytest_cache"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    borrowed = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (site / "locked-dependencies.pth").write_text("".join(f"{p}\n" for p in borrowed))
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
+                    "install", "--quiet", "--no-deps", "--no-build-isolation", str(source)],
+                   check=True, cwd=tmp_path)
+    shutil.rmtree(source)               # nothing of the tree it was built from is left
+
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "results").mkdir(parents=True)
+    shutil.copytree(REPO / "results" / "reference", elsewhere / "results" / "reference")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    fwbench_command = venv / "bin" / "fwbench"
+    assert "rebuild" in subprocess.run([str(fwbench_command), "--help"], env=env,
+                                       capture_output=True, text=True, check=True).stdout
+    done = subprocess.run([str(fwbench_command), "rebuild", "results/reference"], cwd=elsewhere,
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    workflow = f"{site}/fwbench/_workflow/Snakefile"
+    assert f"--snakefile {workflow}" in done.stderr          # the wheel's own workflow
+    report = elsewhere / "results" / "reference" / "report"
+    assert (report / "report.pdf").read_bytes().startswith(b"%PDF")
+    assert "claims" in (report / "report.html").read_text().lower()

@@ -154,7 +154,9 @@ def test_each_trial_records_the_digest_podman_holds_and_versions_read_inside(swe
         container = env["container"]
         assert container["digest"] == entry["digest"] and engine_holds(container["digest"])
         assert container["engine"] == "podman"
-        assert container["reference"] == f"docker-archive://{Path(BUILT).parent / entry['file']}"
+        # Resolved, as every path the workflow records, however the checkout was reached.
+        archive = Path(BUILT).resolve().parent / entry["file"]
+        assert container["reference"] == f"docker-archive://{archive}"
         assert container["image_file_matches_reference"] is True
         assert container["framework_version"] == str(entry["version"])
         assert container["framework_path"].startswith("/opt/venv/")
@@ -207,6 +209,72 @@ def test_no_host_site_packages_or_user_site_inside(sweep):
     assert not [p for p in seen["path"] if p in host_site or ".local" in p]
     assert all(p.startswith(("/opt/venv/", "/usr/lib/python3")) for p in seen["path"]
                if p not in ("", str(REPO))), seen["path"]
+
+
+# --- the README's commands, from a fresh clone --------------------------------------------
+
+STAND_IN = ["ENGINE=podman", "VARIANT=cpu", "BASE=localhost/fwbench-standin-base:bookworm",
+            "IMAGE_PYTHON=/usr/bin/python3"]
+
+
+def _fresh_clone(root: Path) -> Path:
+    """A clone of this repository with its own environment, as `make` would set it up, made
+    from this one's packages (a .pth line) so nothing is downloaded: fwbench installed editable
+    from the clone, the `snakemake` command pip writes, and the install marker `make` checks.
+    The wheels and image archives built here are linked in, as a copied wheelhouse would be."""
+    clone = root / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
+    venv = clone / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    borrowed = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (site / "locked-dependencies.pth").write_text("".join(f"{p}\n" for p in borrowed))
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
+                    "install", "--quiet", "--no-deps", "--no-build-isolation", "--editable",
+                    str(clone)], check=True, cwd=root)
+    (venv / "bin" / "snakemake").write_text(
+        f"#!{venv}/bin/python\nimport sys\nfrom snakemake.cli import main\nsys.exit(main())\n")
+    (venv / "bin" / "snakemake").chmod(0o755)
+    (venv / ".installed").touch()
+    subprocess.run(["cp", "-al", str(REPO / "containers" / "wheelhouse"),
+                    str(clone / "containers")], check=True)
+    (clone / "containers" / "build").mkdir()
+    for archive in Path(BUILT).parent.glob("fwbench-*.tar"):
+        os.link(archive, clone / "containers" / "build" / archive.name)
+    return clone
+
+
+def test_make_run_containers_from_a_fresh_clone_as_the_readme_says(lock, tmp_path):
+    """The README's GPU section, but for its CUDA parts (no GPU here: the CPU variant on the
+    stand-in base, no `devices=[cpu,cuda]`): in a fresh clone, with PATH holding nothing of any
+    environment, `make run-containers` builds both images (`make images`: every step runs, from
+    the layers and files already here) and runs the clone's sweep (config.yaml, cut to the tiny
+    config) with every benchmark job in its image through the shim and every host job natively;
+    run again, it neither rebuilds an image nor measures again."""
+    clone = _fresh_clone(tmp_path)
+    (clone / "config.yaml").write_text(yaml.safe_dump(TINY_CONFIG))
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8",
+           "APPTAINER_SHIM_LOG": str(tmp_path / "shim.log"),
+           **{k: v for k, v in os.environ.items() if k == "APPTAINER_SHIM_ULIMITS"}}
+    make = ["make", "--no-print-directory", "-C", str(clone), "run-containers", *STAND_IN]
+    first = subprocess.run(make, env=env, capture_output=True, text=True, timeout=1800)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    built = images.load_lock(clone / "containers" / "build" / "images.lock")["images"]
+    assert "containers/build.py --engine podman --variant cpu" in first.stdout
+    trials = sorted((clone / "results" / "tiny").rglob("trial-?.env.json"))
+    assert len(trials) == 2
+    for env_json in trials:
+        container = json.loads(env_json.read_text())["container"]
+        assert container["digest"] == built[container["label"]["framework"]]["digest"]
+    calls = _calls(tmp_path / "shim.log")
+    assert len(calls) == 2 and all("python -m fwbench trial" in c["argv"][-1] for c in calls)
+    for rule in ("measure_idle", "audit_versions", "build_report"):
+        assert re.search(rf"rule {rule}:", first.stdout + first.stderr), rule
+    assert (clone / "results" / "tiny" / "report" / "report.pdf").is_file()
+
+    again = subprocess.run(make, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Nothing to be done" in again.stdout + again.stderr and "build.py" not in again.stdout
 
 
 # --- containerised against native: the same cell, interleaved --------------------------------

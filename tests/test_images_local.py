@@ -102,6 +102,21 @@ def test_a_built_image_reaches_snakemake_as_its_file_named_by_digest(tmp_path):
     assert images.container_url(sif, tmp_path) == str(tmp_path / "x.sif")   # run in place
 
 
+def test_a_lock_reached_through_a_symlink_gives_the_resolved_reference(tmp_path):
+    """Clusters reach home folders through links (/home -> /gpfs/home): the reference (a job
+    param, the name of Snakemake's converted image, the audit's environment) is the resolved
+    path, so a checkout reached either way plans, records and audits the same run."""
+    real = tmp_path / "gpfs" / "home"
+    real.mkdir(parents=True)
+    (tmp_path / "home").symlink_to(real)
+    archive = docker_archive(real / f"fwbench-pytorch-cpu-{IMAGE_ID[7:23]}.tar")
+    local_lock(real, archive.name)
+    found = {via: images.workflow_images(["pytorch"], requested=True, environ={},
+                                         path=via / "images.lock")["pytorch"]["reference"]
+             for via in (tmp_path / "home", real)}
+    assert found == {via: f"docker-archive://{archive}" for via in found}
+
+
 def test_a_missing_or_changed_image_file_stops_the_workflow(tmp_path):
     path = local_lock(tmp_path, "gone.tar")
     with pytest.raises(images.ImageError, match=r"gone.tar .* is missing: run `make images`"):

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from fwbench.plan.config import load, validate
 from tests.conftest import BIN, REPO, snakemake
 
 pytestmark = pytest.mark.slow
@@ -157,6 +158,65 @@ def test_the_shipped_reference_run_rebuilds_without_running_an_experiment(tmp_pa
     again = _rebuild(run)
     assert again.returncode != 0 and "run_trial" not in again.stderr
     assert "Missing input files" in again.stderr
+
+
+# PATH as on a machine where the project environment is not activated: `.venv/bin/snakemake`
+# must still run its host jobs (the idle baseline, the audit) with its own interpreter.
+BARE = {**os.environ, "PATH": "/usr/bin:/bin"}
+
+
+def _bare(workdir: Path, *command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(command), cwd=workdir, env=BARE, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_a_run_keeps_its_config_and_rebuilds_from_it_anywhere(tmp_path, tiny_config):
+    """With nothing of the environment on PATH: a tiny run (host rules included) saves its
+    resolved config; it rebuilds from that config, not from the changed config.yaml beside it,
+    and in another folder under another name; a truncated trial file then stops the rebuild
+    with the cause, read from the failed rule's log, on the terminal."""
+    _write_config(tmp_path, tiny_config)
+    snakemake_command = [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--cores",
+                         "1"]
+    done = _bare(tmp_path, *snakemake_command)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    saved = tmp_path / "results" / "tiny" / "config.yaml"
+    assert load(saved) == validate(tiny_config)
+    assert "statistics" in yaml.safe_load(saved.read_text())   # the analysis plan with it
+    # The audit's diff against another audited run: a host rule too.
+    other = tmp_path / "results" / "other" / "audit"
+    other.mkdir(parents=True)
+    shutil.copy(tmp_path / "results" / "tiny" / "audit" / "versions.csv", other)
+    audit = _bare(tmp_path, *snakemake_command, "audit")
+    assert audit.returncode == 0, audit.stderr[-3000:]
+    assert (tmp_path / "results" / "tiny" / "audit" / "diff-other.csv").is_file()
+
+    # The workflow's config changes: the run still rebuilds from its own (a new model's cells
+    # would have no trials to read).
+    _write_config(tmp_path, {**tiny_config, "models": {**tiny_config["models"], "resnet18": {
+        "input_shapes": [[3, 32, 32]]}}})
+    fwbench_command = [str(BIN / "python"), "-m", "fwbench", "rebuild"]
+    rebuilt = _bare(tmp_path, *fwbench_command, "results/tiny")
+    assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
+    cells = pd.read_parquet(tmp_path / "results" / "tiny" / "tables" / "cells.parquet")
+    assert set(cells["model"]) == {"lenet5"}
+
+    # Copied elsewhere under another name: no config.yaml there, the run's own plans it.
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(tmp_path / "results" / "tiny", elsewhere / "results" / "copied")
+    copied = _bare(elsewhere, *fwbench_command, "results/copied")
+    assert copied.returncode == 0, copied.stderr[-3000:]
+    assert len(pd.read_parquet(elsewhere / "results/copied/tables/trials.parquet")) == 2
+    assert yaml.safe_load((elsewhere / "results/copied/config.yaml").read_text())["run"] == "copied"
+
+    trial = _trial_files(elsewhere)[0]
+    trial.write_text(trial.read_text()[:400])
+    failed = _bare(elsewhere, *fwbench_command, "results/copied")
+    assert failed.returncode == 1
+    end = failed.stderr[failed.stderr.rindex("Exiting because a job execution failed"):]
+    assert (f"fwbench: rule collect_tables failed: fwbench.errors.ResultError: cannot read trial "
+            f"result {trial.relative_to(elsewhere)}: ") in end, end
+    assert "(log: logs/copied/collect_tables.log)" in end
 
 
 # One tiny config per experiment the default does not run, each through `snakemake` to the

@@ -150,7 +150,9 @@ def tag_reference(entry: dict) -> str:
 def container_url(entry: dict, lock_dir: str | os.PathLike | None = None) -> str:
     """What Snakemake's ``container:`` gets: ``docker://repository@sha256:…`` for a pinned
     registry entry; for an image built here, the SIF's path (run in place) or
-    ``docker-archive://<path>`` (Apptainer converts it once). :class:`ImageError` if unpinned."""
+    ``docker-archive://<path>`` (Apptainer converts it once), resolved: a job param and the
+    name of Snakemake's converted image, it is the same however the lock's folder is reached
+    (through a link or not). :class:`ImageError` if unpinned."""
     if not entry.get("digest"):
         raise ImageError(f"{tag_reference(entry)} has no digest in the image lock")
     if entry.get("file"):

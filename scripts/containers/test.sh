@@ -9,7 +9,8 @@
 # 3. builds the CPU variants of both images with `containers/build.py` (what `make images` runs),
 #    from the hash-checked wheelhouse, with no network during the build;
 # 4. runs tests/test_images_built.py: checks inside each image, a `--use-singularity` sweep,
-#    the containerised against the native trial, digests that change and do not change.
+#    the containerised against the native trial, digests that change and do not change, and
+#    `make run-containers` from a fresh clone (the README's GPU section, on the CPU).
 #
 # Everything it makes lies under containers/build/stand-in/ (ignored by git), apart from the
 # images Podman holds; `podman rmi` them and remove that folder to start afresh.
