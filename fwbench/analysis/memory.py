@@ -10,9 +10,10 @@ trials ran out of memory keeps its row, saying so.
 memory_summaries(trials)  -> stats/memory.csv: one row per cell and measured peak
 memory_comparisons(trials) -> stats/memory_comparisons.csv: one row per matched pair and peak
 
-A peak that is the same in every trial of both frameworks (within ``CONSTANT_SPREAD``) is not a
-random quantity: its comparison gets the exact ratio and no test (``varies`` false, verdict
-``not_tested``), never a p-value from ranks of identical values with an interval of zero width.
+A peak whose trials span less than a tenth of the equivalence margin in both frameworks (the
+process's peak RSS on the CPU, to a few pages) is known far better than any test could tell: its
+comparison gets the ratio of medians and no test (``varies`` false, verdict ``not_tested``),
+never a p-value from ranks of near-identical values with an interval of near-zero width.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ MEMORY_COMPARISON_COLUMNS = [
     "varies", "verdict", "exploratory", "exploratory_reason", "verdict_note",
 ]
 KEY = ["run", "cell_id"]
-# A peak whose trials of one framework span less than this share of their median is constant.
-CONSTANT_SPREAD = 0.001
+# A peak whose trials of one framework span less than this share of the equivalence margin
+# (relative to their median) is constant for the comparison.
+CONSTANT_SHARE_OF_MARGIN = 0.1
 
 
 def _measured(trials: pd.DataFrame) -> list[str]:
@@ -107,8 +109,8 @@ def _note(group: pd.DataFrame, values: np.ndarray, n_oom: int) -> str:
     return "; ".join(notes)
 
 
-def _constant(values: np.ndarray) -> bool:
-    return bool(np.ptp(values) <= CONSTANT_SPREAD * np.median(values))
+def _constant(values: np.ndarray, rope: float) -> bool:
+    return bool(np.ptp(values) < CONSTANT_SHARE_OF_MARGIN * rope * np.median(values))
 
 
 def memory_comparisons(trials: pd.DataFrame, *, confidence: float = 0.95, rope: float = 0.05,
@@ -119,7 +121,8 @@ def memory_comparisons(trials: pd.DataFrame, *, confidence: float = 0.95, rope: 
     axes and the peak) over the peaks that vary, the exact Mann-Whitney p, the region of
     practical equivalence ±``rope``. Verdicts: ``pytorch_less``, ``tensorflow_less``,
     ``equivalent``, ``inconclusive``, and ``not_tested`` for a peak constant in both
-    frameworks; exploratory with fewer than ``min_trials_for_verdict`` values on a side."""
+    frameworks (spread below a tenth of ``rope``); exploratory with fewer than
+    ``min_trials_for_verdict`` values on a side."""
     metrics = _measured(trials)
     if trials.empty or not metrics:
         return pd.DataFrame(columns=MEMORY_COMPARISON_COLUMNS)
@@ -133,7 +136,7 @@ def memory_comparisons(trials: pd.DataFrame, *, confidence: float = 0.95, rope: 
                 first = group.iloc[0]
                 name = "/".join([*(str(first[k]) for k in family), metric])
                 arms.append((run, pair_id, first, metric, name, a, b,
-                             not (_constant(a) and _constant(b))))
+                             not (_constant(a, rope) and _constant(b, rope))))
     families = [arm[4] for arm in arms if arm[7]]
     rows = []
     for run, pair_id, first, metric, name, a, b, varies in arms:
@@ -150,9 +153,10 @@ def memory_comparisons(trials: pd.DataFrame, *, confidence: float = 0.95, rope: 
             ratio = float(np.median(a) / np.median(b))
             row.update(ratio=ratio, ratio_hl=ratio, family_size=0, verdict="not_tested",
                        rope_low=1.0 / (1.0 + rope), rope_high=1.0 + rope,
-                       verdict_note=f"the same in every trial of each framework (within "
-                                    f"{CONSTANT_SPREAD:.1%}): the ratio is exact, there is "
-                                    f"nothing to test")
+                       verdict_note=f"each framework's trials span less than "
+                                    f"{CONSTANT_SHARE_OF_MARGIN * rope:.1%} of their median: "
+                                    f"the ratio of medians is known far better than the margin, "
+                                    f"there is nothing to test")
         smaller = min(a.size, b.size)
         reason = (f"{smaller} values on the smaller side, fewer than {min_trials_for_verdict}"
                   if smaller < min_trials_for_verdict and varies else "")
