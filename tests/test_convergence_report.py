@@ -10,6 +10,7 @@ TensorFlow's epochs are 30 % slower and its accuracy two points lower, so every 
 from __future__ import annotations
 
 import copy
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -197,7 +198,7 @@ def test_report_of_a_convergence_run_shows_the_table_and_figures(convergence_run
     page = html_only(report.load_inputs(convergence_run), tmp_path)
     text = visible(page).text
     assert not LEAKS.findall(text), LEAKS.findall(text)[:5]
-    assert "3.8 Accuracy and convergence" in text
+    assert re.search(r"3\.\d+ Accuracy and convergence", text)
     assert "62.2 [62.1, 62.3]" in section(page, "tab-accuracy")
     for key in ("tian2020_times", "tian2020_accuracy", "tian2020_confusion"):
         assert f'id="fig-{key}"' in page and f"figures/{key}.svg" in page

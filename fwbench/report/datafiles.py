@@ -10,7 +10,6 @@ workflow writes (fwbench.files.write_csv).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -19,34 +18,22 @@ from fwbench.analysis.claims import wording
 from fwbench.files import write_csv
 
 
-@dataclass(frozen=True)
-class DataFile:
-    """One data appendix: ``name``.csv and ``name``.html in the report's data folder."""
-
-    name: str
-    title: str
-    description: str
-    rows: int
-
-    def links(self, href: str) -> dict:
-        return {"title": self.title, "csv": f"{href}/{self.name}.csv",
-                "html": f"{href}/{self.name}.html", "rows": self.rows,
-                "description": self.description}
+def links(name: str, title: str, description: str, rows: int, href: str) -> dict:
+    """What the report shows of one data appendix: its title, its two files and its size."""
+    return {"title": title, "csv": f"{href}/{name}.csv", "html": f"{href}/{name}.html",
+            "rows": rows, "description": description}
 
 
 def write_data_files(folder: Path, frames: dict[str, tuple[str, str, pd.DataFrame]],
-                     render_page) -> dict[str, DataFile]:
+                     render_page) -> None:
     """Write each ``name -> (title, description, frame)`` as CSV and HTML into ``folder``;
     ``render_page(name, title, description, columns, rows)`` lays out the HTML page."""
-    written = {}
     for name, (title, description, frame) in frames.items():
         frame = frame.reset_index(drop=True)
         write_csv(frame, folder / f"{name}.csv")
         rows = [[cell(v) for v in row] for row in frame.itertuples(index=False)]
         (folder / f"{name}.html").write_text(
             render_page(name, title, description, [str(c) for c in frame.columns], rows))
-        written[name] = DataFile(name, title, description, len(frame))
-    return written
 
 
 def cell(value) -> str:

@@ -39,8 +39,8 @@ def _results(context: dict) -> list[tuple[str, str]]:
         ("distributed", "Beyond one device: scaling and strategies",
          drawn("scaling") or bool(context["distributed"]["scaling"]["number"])
          or bool(context["distributed"]["strategies"]["number"])),
-        ("memory", "Memory", bool(context["memory"]["table"]["number"])),
-        ("latency", "Latency", bool(context["latency"]["table"]["number"])),
+        ("memory", "Memory", bool(context["memory"]["table"]["number"]) or drawn("memory")),
+        ("latency", "Latency", bool(context["latency"]["table"]["number"]) or drawn("latency")),
         ("origins", "Per machine", context["origins"]["shown"]),
     ]
     return [(key, title) for key, title, shown in present if shown]

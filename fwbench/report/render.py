@@ -96,9 +96,14 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
     context["abstract"] = abstract.context(data, facts, soft, context["claims"],
                                            context["failures"])
     context["unmeasured"] = unmeasured.context(figures, context)
+    context["data_files"] = {name: datafiles.links(name, title, description, len(frame),
+                                                   data_href)
+                             for name, (title, description, frame)
+                             in data_appendices(data, context).items()}
     references, cite = outline.bibliography()
     return {**context, **outline.outline(context), "references": references, "cite": cite,
             "title": "PyTorch and TensorFlow, measured: " + (facts["run"] or "run"),
+            "print": False,
             "created": datetime.fromtimestamp(epoch, timezone.utc).strftime(
                 "%Y-%m-%dT%H:%M:%SZ"),
             "generator": f"fwbench {__version__}",
@@ -184,10 +189,8 @@ def build_report(inputs: dict, *, html: str, pdf: str, figures: str, run: str,
     context = build_context(tables, run=run, figures=drawn, href=href, epoch=epoch,
                             data_href=data_href)
     with staged_directory(data_dir) as stage:
-        written = datafiles.write_data_files(stage, data_appendices(tables, context),
-                                             render_data_page)
-    context["data_files"] = {name: f.links(data_href) for name, f in written.items()}
-    text = render_html({**context, "print": False})
+        datafiles.write_data_files(stage, data_appendices(tables, context), render_data_page)
+    text = render_html(context)
     # The PDF names the data appendices rather than linking them: a link would carry this
     # machine's absolute path.
     document = render_pdf(render_html({**context, "print": True}), html_path.parent, epoch)

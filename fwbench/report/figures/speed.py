@@ -171,8 +171,8 @@ def speedup_heatmap(comparisons, failures: dict, folder: Path, *,
     hints = sum(style.is_exploratory(r) for _, r in frame.iterrows()
                 if not style.missing(r.get("ratio")))
     caption = (f"{title}: the time ratio per model and batch size ({fixed}); orange where "
-               "PyTorch is faster, blue where TensorFlow is. Bold: a verdict of the statistics (faster or equivalent) that is "
-               "not exploratory; plain: inconclusive or exploratory"
+               "PyTorch is faster, blue where TensorFlow is. Bold: a verdict of the statistics "
+               "(faster or equivalent) that is not exploratory; plain: inconclusive or exploratory"
                + (f" ({hints} exploratory)" if hints else "")
                + "; a grey cell names why the pair has no ratio.")
     return style.Figure(key, title, caption, file=file)

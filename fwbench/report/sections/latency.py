@@ -52,8 +52,8 @@ def latency_table(numbering: tables.Numbering, data: Inputs) -> dict:
         else ""
     caption = (f"Latency per {phase}cell: the 50th, 90th and 99th percentile of single "
                "iterations (one batch each) pooled over the ok trials, each with its "
-               f"{_levels(frame)}percentile-bootstrap interval (in brackets, same unit) that draws whole "
-               "trials, and the iterations (trials) behind them. "
+               f"{_levels(frame)}percentile-bootstrap interval (in brackets, same unit) that "
+               "draws whole trials, and the iterations (trials) behind them. "
                f"{tables.constant(frame, wording.PAIR_AXES)}."
                + tables.every_cell(shared))
     why = data.problems.get("latency", "no ok trial kept its iterations")

@@ -59,7 +59,7 @@ def describe(trials: pd.DataFrame) -> str:
                      in GPU_SETTINGS.items() if _values(trials, c)]
     if settings:
         sentences.append(wording.join(settings)[:1].upper() + wording.join(settings)[1:] + ".")
-    hidden = [name for c, name in CPU_SETTINGS.items() if not _values(trials, c)]
+    hidden = [name for c, name in CPU_SETTINGS.items() if c in trials and not _values(trials, c)]
     if hidden:
         sentences.append(f"The machine does not expose its {wording.join(hidden)}, so the "
                          "trials could not record them.")

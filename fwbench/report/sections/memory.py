@@ -86,7 +86,8 @@ def memory_table(numbering: tables.Numbering, data: Inputs) -> dict:
     peaks = "; ".join(f"{PEAK_NAMES[m]}: {what}" for m, what in METRICS.items()
                       if m in set(frame.get("metric", [])))
     caption = ("Peak memory per cell in MiB: the median over ok trials with its interval "
-               f"({formatting.level_phrase(uniform, nominal)}), the range over trials, and the trials that recorded it. "
+               f"({formatting.level_phrase(uniform, nominal)}), the range over trials, and the "
+               "trials that recorded it. "
                f"{peaks}. {tables.constant(frame, wording.PAIR_AXES)}."
                f"{formatting.level_sentence(uniform, nominal)}"
                + tables.every_cell(shared))

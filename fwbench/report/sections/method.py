@@ -52,7 +52,8 @@ def method(data: Inputs, soft: list[dict]) -> dict:
         "repetitions": f"Cells had {count(per_cell, 'trial')}" + (f"; {kept}." if kept else "."),
         "interleaved": "run_order" in trials,
         "ratio_methods": wording.unique(comparisons, "ratio_method"),
-        "families": len(wording.unique(fitting_tests(data), "family")),
+        "families": (count(len(wording.unique(fitting_tests(data), "family")), "family",
+                           "families") if "family" in data.tests else ""),
         "exploratory": (f"{count(hints, 'comparison')} {'is' if hints == 1 else 'are'} "
                         "exploratory (too few usable trials on a side, or trials that never "
                         "reached a steady warm-up or drift within their timed iterations): "

@@ -9,15 +9,15 @@ from fwbench.analysis.claims import wording
 from fwbench.report import formatting, tables
 from fwbench.report.inputs import Inputs
 
-# What each key of the plan means, for a reader; a key not listed is shown by its name.
-MEANINGS = {
-    "confidence": "joint coverage of a family's intervals",
-    "alpha": "error rate of a family",
-    "rope": "equivalence margin on the ratio",
-    "margin": "equivalence margin on the ratio",
-    "min_trials_for_verdict": "fewest usable trials per framework for a verdict",
-    "family": "what makes up one family of comparisons",
-}
+
+def meanings() -> dict[str, str]:
+    """What each key of the plan means: the first sentence of its description in the config
+    schema, so the table says what the schema says."""
+    from fwbench.plan.config import load_schema
+
+    spec = load_schema()["properties"]["statistics"].get("properties", {})
+    return {key: " ".join(str(value.get("description", "")).split()).split(". ")[0].rstrip(".")
+            for key, value in spec.items()}
 
 
 def plan_value(key: str, value) -> str:
@@ -36,7 +36,8 @@ def plan_value(key: str, value) -> str:
 
 
 def plan_table(numbering: tables.Numbering, plan: dict) -> dict:
-    rows = [[key, MEANINGS.get(key, key.replace("_", " ")), plan_value(key, value)]
+    said = meanings()
+    rows = [[key, said.get(key) or key.replace("_", " "), plan_value(key, value)]
             for key, value in plan.items()]
     return tables.table(numbering, "plan", "The analysis plan: the config's `statistics` "
                         "block, fixed before the trials ran.", ["Key", "Meaning", "Value"],
@@ -67,12 +68,12 @@ def statistics_sentences(data: Inputs) -> dict:
         control = ("Each interval holds on its own; no correction across comparisons was "
                    "recorded." if not sizes else "")
     else:
-        control = (f"One error rate holds across each family of comparisons ("
-                   f"{wording.join(f'`{f}`' for f in families)}: "
+        named = f"{wording.join(f'`{f}`' for f in families)}: " if families else ""
+        each = f" (here each at {wording.join(levels)})" if levels else ""
+        control = (f"One error rate holds across each family of comparisons ({named}"
                    f"{wording.join(sizes)} comparisons each): every interval of a family is "
-                   f"widened so that the family's intervals hold together at {joint} "
-                   f"(here each at {wording.join(levels)}), and a pair is faster when its "
-                   "interval excludes 1.")
+                   f"widened so that the family's intervals hold together at {joint}{each}, "
+                   "and a pair is faster when its interval excludes 1.")
     return {"error_control": control, "margin": margin(data)}
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from fwbench.analysis.claims import MIN_TRIALS_FOR_VERDICT, wording
 from fwbench.report.inputs import Inputs
 
-
 # The p-value florencio2019 reports for each of its five hypotheses (Results, paired Wilcoxon).
 FLORENCIO_P = 3.896559845095909e-18
 
