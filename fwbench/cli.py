@@ -352,6 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
     trial.add_argument("--env", required=True, help="path of trial-<k>.env.json")
     trial.add_argument("--telemetry", required=True, help="path of trial-<k>.telemetry.csv")
     trial.add_argument("--idle", help="the run's idle baseline (idle.json)")
+    trial.add_argument("--warmup", help="the cell's warm-up record (warmup.json), fixed by its "
+                       "calibration trial; empty or absent: warm up warmup_max steps")
     trial.add_argument("--job-started", metavar="SECONDS",
                        help="when the job's shell started, in seconds since the epoch (the "
                        "workflow passes bash's $EPOCHREALTIME), for the timeline in the log")
@@ -361,8 +363,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, started_ns: int | None = None) -> int:
     """``started_ns``: when ``python -m fwbench`` reached its first line (a trial's timeline)."""
     parser = build_parser()
-    trial.add_argument("--warmup", help="the cell's warm-up record (warmup.json), fixed by its "
-                       "calibration trial; empty or absent: warm up warmup_max steps")
     args = parser.parse_args(argv)
     args.started_ns = started_ns
     if args.command is None:

@@ -61,37 +61,9 @@ def own_python_first(environ) -> None:
                                        environ.get("PATH", os.defpath)])
 
 
-# The resolved config a run was measured with, in its folder: what rebuilds it (and what the
-# commands over several runs read), wherever the folder goes.
+# The resolved config a run measured with, in its folder (fwbench.plan.config.save, when the
+# run starts): what rebuilds it, and what the commands over several runs read.
 RUN_CONFIG = "config.yaml"
-RUN_CONFIG_HEADER = """\
-# The resolved config this run measured with (every default filled in), written by the
-# workflow when the run started. Its `statistics` block is the run's analysis plan.
-# `fwbench rebuild` plans from this file, not from the workflow's config.yaml.
-"""
-
-
-def save_run_config(config: dict, run_dir: str | os.PathLike) -> bool:
-    """Write ``config`` (validated) to ``run_dir``/config.yaml; True if written. A saved config
-    that validates to the same one is left as it is, so a rebuild rewrites nothing and the
-    shipped reference keeps its commented file."""
-    import warnings
-
-    import yaml
-
-    from fwbench.files import write_atomic
-    from fwbench.plan.config import load
-
-    path = Path(run_dir, RUN_CONFIG)
-    try:
-        with warnings.catch_warnings():   # said once already, when the workflow read it
-            warnings.simplefilter("ignore")
-            if load(path) == config:
-                return False
-    except (OSError, yaml.YAMLError, FwbenchError):   # none yet, or one that no longer validates
-        pass
-    write_atomic(path, RUN_CONFIG_HEADER + yaml.safe_dump(config, sort_keys=False))
-    return True
 
 
 def rebuild_arguments(run_dir: str | os.PathLike, snakefile: str | os.PathLike) -> list[str]:

@@ -5,9 +5,9 @@ import json
 import os
 
 from fwbench.environment import images
-from fwbench.plan.config import check_threads, validate
+from fwbench.plan.config import check_threads, save, validate
 from fwbench.plan.sweep import Plan
-from fwbench.workflow import own_python_first, print_failures, save_run_config, write_planned
+from fwbench.workflow import RUN_CONFIG, own_python_first, print_failures, write_planned
 
 # Planning a sweep makes millions of long-lived objects (Snakemake's jobs and files, the plan).
 # Python's full collections walk them all again each time the heap grows by a quarter, and free
@@ -36,7 +36,7 @@ own_python_first(os.environ)
 # is the analysis plan, into results/<run>/config.yaml, from which the run rebuilds wherever its
 # folder goes; and the planned trials, for the progress line each trial job prints.
 onstart:
-    save_run_config(config, RESULTS)
+    save(config, f"{RESULTS}/{RUN_CONFIG}")
     write_planned(PLAN.trial_paths(), RESULTS)
 
 

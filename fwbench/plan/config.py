@@ -1,4 +1,5 @@
-"""Validation of the sweep configuration against rules/schemas/config.schema.yaml.
+"""Validation of the sweep configuration against rules/schemas/config.schema.yaml, and the
+resolved config a run keeps in its folder.
 
 One error, naming the key and the bad value, before any job starts.
 """
@@ -137,3 +138,28 @@ def load(path: str | Path) -> dict[str, Any]:
     """Read and validate a YAML config file."""
     with open(path) as f:
         return validate(yaml.safe_load(f) or {})
+
+
+SAVED_HEADER = """\
+# The resolved config this run measured with (every default filled in), written by the
+# workflow when the run started. Its `statistics` block is the run's analysis plan.
+# `fwbench rebuild` plans from this file, not from the workflow's config.yaml.
+"""
+
+
+def save(config: dict, path: str | Path) -> bool:
+    """Keep the resolved ``config`` a run measures with in its folder (``path``), from which it
+    rebuilds wherever the folder goes; True if written. A file there that validates to the same
+    config is left as it is: a rebuild rewrites nothing, and the shipped reference keeps its
+    commented file."""
+    from fwbench.files import write_atomic
+
+    try:
+        with warnings.catch_warnings():   # said once already, when the workflow read it
+            warnings.simplefilter("ignore")
+            if load(path) == config:
+                return False
+    except (OSError, yaml.YAMLError, ConfigError):   # none yet, or one that no longer validates
+        pass
+    write_atomic(path, SAVED_HEADER + yaml.safe_dump(config, sort_keys=False))
+    return True
