@@ -4,7 +4,8 @@ Paths are computed here and nowhere else. Cell groups come in a seeded random or
 the two frameworks for the same cell are interleaved A B B A A B …, with the first framework
 drawn per cell group from the seed, so the order of one group never depends on what else is in
 the sweep (adding a cell reruns nothing). Trial k of both frameworks is a pair: its second
-member waits for its first and outranks every other job (``priority``), so it runs right after.
+member waits for its first and outranks every other job (``priority``), so it runs right after;
+on a cluster the two are one job (``pair_group``).
 Before a group's first trial, each of its cells that warms up runs a calibration trial, whose
 warm-up record (fwbench.measure.calibration) every trial of the cell reads; the group's first
 trial waits for all of them, so none runs between the members of a pair.
