@@ -25,14 +25,14 @@ def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures:
         kinds = [wording.outcome(r) for _, r in rated.iterrows()]
         low, high = rated.loc[rated["ratio"].idxmin()], rated.loc[rated["ratio"].idxmax()]
         out.append(
-            "PyTorch's median time divided by TensorFlow's ranged from "
+            "PyTorch's time divided by TensorFlow's ranged from "
             f"{wording.sig(low['ratio'])} ({_pair_name(low)}) to "
             f"{wording.sig(high['ratio'])} ({_pair_name(high)}). PyTorch was faster in "
             f"{kinds.count('pytorch_faster')} of {len(kinds)} matched pairs, "
             f"TensorFlow in {kinds.count('tensorflow_faster')}; "
             f"{kinds.count('equivalent')} were equivalent and "
             f"{kinds.count('inconclusive')} inconclusive"
-            + _exploratory_clause(rated) + ".")
+            + _exploratory_clause(rated) + "." + _family_clause(rated))
     else:
         out.append("No matched pair produced a PyTorch/TensorFlow ratio in this run.")
     judged = ", ".join(tally(v, counts[v], hints[v]) for v in VERDICTS if counts[v])
@@ -48,6 +48,15 @@ def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures:
                    + wording.join(f"{n} {s}" for s, n in statuses.items())
                    + f"); Table {failures['number']} gives each with its reason.")
     return out
+
+
+def _family_clause(rated: pd.DataFrame) -> str:
+    """The family the run's error rate covers: what it claims."""
+    families, sizes = wording.unique(rated, "family"), wording.unique(rated, "family_size")
+    if not families or not sizes:
+        return ""
+    return (f" One error rate covers each family of comparisons ("
+            f"{wording.join(families)}: {wording.join(sizes)} comparisons).")
 
 
 def _exploratory_clause(rated: pd.DataFrame) -> str:

@@ -22,6 +22,7 @@ def context(numbering: Numbering, data: Inputs, soft: list[dict], facts: dict) -
             "plan": plan.plan_table(numbering, data.statistics),
             "sensitivity": plan.sensitivity_table(numbering, data),
             "sweep": sweep_sentence(facts), "machine": machine.describe(data.trials),
+            "plan_status": plan.plan_status(data), "quality": plan.quality_sentence(data),
             **plan.statistics_sentences(data), **method(data, soft)}
 
 

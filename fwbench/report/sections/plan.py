@@ -40,9 +40,9 @@ def plan_table(numbering: tables.Numbering, plan: dict) -> dict:
     rows = [[key, said.get(key) or key.replace("_", " "), plan_value(key, value)]
             for key, value in plan.items()]
     return tables.table(numbering, "plan", "The analysis plan: the config's `statistics` "
-                        "block, fixed before the trials ran.", ["Key", "Meaning", "Value"],
-                        rows, formatting.Notes(), "The run records no analysis plan.",
-                        wide=False, classes=["id", "", "num"])
+                        "block, each key with what the config schema says it means.",
+                        ["Key", "Meaning", "Value"], rows, formatting.Notes(),
+                        "The run records no analysis plan.", wide=False, classes=["", "", "num"])
 
 
 def margin(data: Inputs) -> str:
@@ -78,25 +78,66 @@ def statistics_sentences(data: Inputs) -> dict:
 
 
 def sensitivity_table(numbering: tables.Numbering, data: Inputs) -> dict:
-    """The analysis without a quality class's trials, beside the primary one (when written)."""
+    """The analysis without the quality classes' trials, beside the primary one (when the
+    statistics wrote it): what it leaves out is said once, in the caption."""
     frame, notes = tables.sorted_rows(data.sensitivity), formatting.Notes()
     axes = tables.shown_axes(frame) if len(frame) else []
-    extra = [c for c in ("analysis", "without", "excluded", "n_pytorch", "n_tensorflow")
-             if c in frame]
     rows = []
     for _, row in frame.iterrows():
-        rows.append([str(row.get(a, "")) for a in axes]
-                    + [wording.text(row[c]) if not wording.missing(row[c]) else "—"
-                       for c in extra]
-                    + [formatting.cell_text(row, "ratio", notes, "no ratio", wording.sig),
-                       formatting.interval_text(row, "ratio_ci_low", "ratio_ci_high", notes,
-                                                "no interval"),
-                       formatting.verdict_text(row, notes)])
-    return tables.table(numbering, "sensitivity", "Sensitivity analysis: the comparisons "
-                        "again without the trials of a quality class (warm-up, no steady "
-                        "state, drift); the primary analysis uses every ok trial.",
+        primary = wording.OUTCOME_LABELS.get(str(row.get("primary_verdict")), "")
+        rows.append([str(row.get(a, "")) for a in axes] + [
+            formatting.cell_text(row, "excluded", notes, "not recorded", wording.text),
+            formatting.cell_text(row, "ratio", notes, "no ratio", wording.sig),
+            formatting.interval_text(row, "ratio_ci_low", "ratio_ci_high", notes,
+                                     "too few pairs left for an interval"),
+            formatting.verdict_text(row, notes), primary or "—"])
+    left_out = wording.join(wording.unique(frame, "without")) or "the quality classes"
+    return tables.table(numbering, "sensitivity", "Sensitivity analysis: each comparison "
+                        f"again without the trials of {left_out} (Left out: how many), beside "
+                        "the primary verdict, which uses every ok trial.",
                         [tables.axis_header(a) for a in axes]
-                        + [c.replace("_", " ").capitalize() for c in extra]
-                        + ["Ratio", "Interval", "Verdict"], rows, notes,
+                        + ["Left out", "Ratio", "Interval", "Verdict", "Primary"], rows, notes,
                         "The statistics wrote no sensitivity analysis.",
-                        classes=[""] * (len(axes) + len(extra)) + ["num", "num", ""])
+                        classes=[""] * len(axes) + ["num", "num", "num", "", ""])
+
+
+def plan_status(data: Inputs) -> str:
+    """Whether the trials recorded this plan before they ran (stats/plan.csv), in words."""
+    frame = data.plan
+    if frame.empty or "trials" not in frame:
+        return "The run's statistics do not say whether the trials recorded the plan."
+    row = frame.iloc[0]
+
+    def number(column: str) -> int:
+        value = row.get(column)
+        return 0 if wording.missing(value) else int(value)
+
+    total, same, other = number("trials"), number("trials_same_plan"), number("trials_other_plan")
+    if total and same == total:
+        return (f"Every trial recorded this plan's hash (`{row.get('plan_hash')}`) before it "
+                "ran: the plan was fixed before the data were measured.")
+    if other:
+        return (f"{wording.count(other, 'trial')} of {total} recorded another plan: the "
+                "analysis changed after those data were measured.")
+    return (f"{wording.count(total - same, 'trial')} of {total} recorded no plan (measured "
+            "before trials recorded it), so this report cannot show that the plan preceded "
+            "them.")
+
+
+def quality_sentence(data: Inputs) -> str:
+    """The trials' quality classes per framework, and the test of whether they differ."""
+    frame = data.quality
+    if frame.empty or "framework" not in frame:
+        return ""
+    classes = [c for c in frame.columns if c.startswith("n_") and c != "n_trials"]
+    parts = []
+    for _, row in frame.iterrows():
+        counts = ", ".join(f"{wording.text(row[c])} {c.removeprefix('n_').replace('_', ' ')}"
+                           for c in classes if not wording.missing(row[c]))
+        parts.append(f"{wording.label(row['framework'])} {counts} of "
+                     f"{wording.text(row.get('n_trials'))}")
+    p = wording.unique(frame, "fisher_p")
+    test = (f"; whether they differ between the frameworks: p = {wording.fmt_p(float(p[0]))} "
+            f"({frame['test'].iloc[0].split(',')[0]})" if len(p) == 1 and "test" in frame
+            else "")
+    return f"Trials by quality class: {'; '.join(parts)}{test}."

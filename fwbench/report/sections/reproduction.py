@@ -46,7 +46,7 @@ def claims_section(numbering: Numbering, data: Inputs) -> dict:
         counts[result["verdict"]] += 1
         hints[result["verdict"]] += bool(result["exploratory"])
         row = {**claim, **result, "verdict_class": result["verdict"].replace(" ", "-"),
-               "published_values": claim.get("published_values", []),
+               "published_values": published_values(claim),
                "differences": " ".join([*result["notes"], claim["differences"]]).strip()}
         rows.append(row)
         per_verdict = per_paper.setdefault(claim["paper"], {v: [0, 0] for v in VERDICTS})
@@ -74,6 +74,15 @@ def claims_section(numbering: Numbering, data: Inputs) -> dict:
     return {"table": table, "rows": rows, "judged": judged, "counts": counts,
             "exploratory": hints, "papers": catalog["papers"], "per_paper": per_paper,
             "unjudged_table": unjudged_table, "unjudged_sentence": sentence}
+
+
+def published_values(claim: dict) -> list[dict]:
+    """The number a paper states, as the time ratio its words allow, with where it stands."""
+    if not claim.get("published_ratio"):
+        return []
+    low, high = claim["published_ratio"]
+    return [{"text": f"time ratio {wording.sig(low)}–{wording.sig(high)}",
+             "source": f"{claim['paper']} {claim['location']}, {claim['figure']}"}]
 
 
 def _unjudged_groups(rows: list[dict]) -> list[dict]:

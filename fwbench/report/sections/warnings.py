@@ -48,6 +48,11 @@ def context(data: Inputs, soft: list[dict]) -> list[str]:
     if len(versions) > 1:
         out.append(f"This run mixes fwbench versions ({wording.join(versions)}): trials "
                    "measured by different releases are compared as one run.")
+    changed = data.plan.get("trials_other_plan", pd.Series(dtype=float)).fillna(0)
+    if len(changed) and int(changed.iloc[0]):
+        out.append(f"The analysis plan changed after the data were measured: "
+                   f"{count(int(changed.iloc[0]), 'trial')} recorded another plan than the one "
+                   "this report applies (Section 2.6).")
     out += machine_warnings(trials)
     out += unpinned_warnings(trials)
     out += [f"The {name.replace('_', ' ')} table is missing: {why}." for name, why in
