@@ -2,7 +2,7 @@
 
 The cluster is the single-node one scripts/slurm/start.sh starts from Debian's packages (munge,
 slurmctld, slurmd, slurmdbd with MariaDB, so sacct answers). The run test is skipped, saying how
-to start it, when no cluster answers: it needs root, five daemons and about two minutes, so it is
+to start it, when no cluster answers: it needs root, five daemons and a few minutes, so it is
 a target of its own (`make test-slurm`, docs/distributed.md) rather than part of `make test`.
 
 The profile's own file is checked everywhere, and so are the job groups that keep each pair
