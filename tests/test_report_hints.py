@@ -54,6 +54,13 @@ def test_real_data_claims_with_few_trials_are_exploratory():
                                    trials=pd.DataFrame(rows))
     assert result["verdict"] == "confirmed"       # TensorFlow's first epoch is the faster
     assert result["exploratory"] == "as few as 5 ok trials in a cell, fewer than 7"
+    # the analysis plan sets the bar, not a constant of the claims
+    planned = evaluate_claim(claim, pd.DataFrame(), pd.DataFrame(), trials=pd.DataFrame(rows),
+                             statistics={"min_trials_for_verdict": 5})
+    assert planned["verdict"] == "confirmed" and planned["exploratory"] == ""
+    stricter = evaluate_claim(claim, pd.DataFrame(), pd.DataFrame(), trials=pd.DataFrame(rows),
+                              statistics={"min_trials_for_verdict": 6})
+    assert stricter["exploratory"] == "as few as 5 ok trials in a cell, fewer than 6"
 
 
 def test_statistics_mark_exploratory_comparisons_and_the_geometric_mean_built_on_them():

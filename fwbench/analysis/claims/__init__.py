@@ -42,10 +42,10 @@ from fwbench.analysis.claims.florencio import judge_normality, judge_telemetry
 from fwbench.analysis.claims.gaps import judge_gap_explanation
 from fwbench.analysis.claims.real_data import judge_real_data, real_data_trials
 from fwbench.analysis.claims.rows import (
-    MIN_TRIALS_FOR_VERDICT,
     claim_rows,
     fewest,
     hint_from_comparisons,
+    min_trials,
     not_measured,
 )
 from fwbench.analysis.claims.setting import ANOTHER_SETTING, JUDGED, differences, merged_setting
@@ -75,7 +75,8 @@ def load_claims(path: str = str(CLAIMS_PATH)) -> dict:
 def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFrame,
                    tests: pd.DataFrame | None = None, trials: pd.DataFrame | None = None,
                    gaps: pd.DataFrame | None = None, scaling: pd.DataFrame | None = None,
-                   strategies: pd.DataFrame | None = None) -> dict:
+                   strategies: pd.DataFrame | None = None,
+                   statistics: dict | None = None) -> dict:
     """The verdict on one published claim: {verdict, ours, notes, exploratory, differs,
     verdict_here}.
 
@@ -83,7 +84,8 @@ def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFr
     (``claim["setting"]``): elsewhere its verdict is "measured in another setting", ``differs``
     says what differs and ``verdict_here`` keeps what the data of this setting read.
     ``exploratory`` says why the verdict is only a hint ("" when it is not): it was judged from
-    comparisons the statistics mark exploratory, or from fewer trials than a verdict needs. A
+    comparisons the statistics mark exploratory, or from fewer trials than a verdict needs (the
+    analysis plan's ``min_trials_for_verdict``, from ``statistics``: the config's block). A
     hint confirms or contradicts nothing on its own, and the report labels it everywhere.
     """
     tables = {"comparisons": comparisons, "cell_stats": cell_stats, "tests": tests,
@@ -95,7 +97,7 @@ def evaluate_claim(claim: dict, comparisons: pd.DataFrame, cell_stats: pd.DataFr
             result["verdict_here"], result["verdict"] = result["verdict"], ANOTHER_SETTING
             result["notes"] = [n for n in result["notes"] if "matched profile" not in n]
     undecided = result["verdict"] in ("not measured", "untestable")
-    result["exploratory"] = "" if undecided else _hint(claim, tables)
+    result["exploratory"] = "" if undecided else _hint(claim, tables, min_trials(statistics))
     return result
 
 
@@ -152,8 +154,9 @@ def _judge_selected(claim: dict, tables: dict) -> dict:
     return {"verdict": verdict, "ours": ours, "notes": notes}
 
 
-def _hint(claim: dict, tables: dict) -> str:
-    """Why a claim's verdict is only a hint, from the rows its kind was judged on; "" if not."""
+def _hint(claim: dict, tables: dict, least: int) -> str:
+    """Why a claim's verdict is only a hint, from the rows its kind was judged on (fewer than
+    ``least`` trials on a side); "" if not."""
     test = claim["test"]
     kind, select = test["kind"], test.get("select", {})
     tests = tables["tests"]
@@ -164,27 +167,27 @@ def _hint(claim: dict, tables: dict) -> str:
         rows = patel_tests(tests, "Jonckheere" if kind == "batch_trend" else "TOST")
         hints = int(sum(flag(v) for v in rows["exploratory"]))
         if len(rows):
-            return (f"{hints} of {len(rows)} series have fewer than {MIN_TRIALS_FOR_VERDICT} "
+            return (f"{hints} of {len(rows)} series have fewer than {least} "
                     "trials at some batch size" if hints else "")
     if kind == "batch_trend":
         rows, _ = claim_rows(tables["cell_stats"], select)
-        return fewest(rows, ["n_ok"], "trials in a cell")
+        return fewest(rows, ["n_ok"], "trials in a cell", least)
     if kind == "gap_explanation" and tables["gaps"] is not None and len(tables["gaps"]):
         rows, _ = claim_rows(tables["gaps"], select)
-        return fewest(rows, ["n_pytorch", "n_tensorflow"], "trials on a side")
+        return fewest(rows, ["n_pytorch", "n_tensorflow"], "trials on a side", least)
     if kind in ("strategy_comparison", "scaling"):
-        return _distributed_hint(test, tables)
+        return _distributed_hint(test, tables, least)
     if kind in REAL_DATA_KINDS and tables["trials"] is not None:
         frame = real_data_trials(tables["trials"], str(select.get("experiment", "convergence")))
         rows, _ = claim_rows(frame, select) if len(frame) else ("", [])
         if isinstance(rows, str) or "cell_id" not in rows:
             return ""
         return fewest(rows.groupby("cell_id").size().rename("n").to_frame(), ["n"],
-                      "ok trials in a cell")
+                      "ok trials in a cell", least)
     return ""
 
 
-def _distributed_hint(test: dict, tables: dict) -> str:
+def _distributed_hint(test: dict, tables: dict, least: int) -> str:
     """Too few trials of a strategy in the rows a distributed claim was judged on."""
     if test["kind"] == "strategy_comparison":
         frame, counts = tables["strategies"], ["n_single", "n_multi"]
@@ -192,4 +195,4 @@ def _distributed_hint(test: dict, tables: dict) -> str:
     else:
         frame, counts = tables["scaling"], ["n_baseline", "n_trials"]
         rows, _ = claim_rows_of(frame, test, test.get("strategy"), "")
-    return fewest(rows, counts, "trials of a strategy")
+    return fewest(rows, counts, "trials of a strategy", least)

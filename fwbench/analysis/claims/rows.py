@@ -6,8 +6,17 @@ import pandas as pd
 
 from fwbench.analysis.claims.wording import flag, join, missing, unique
 
-# Fewer trials than this on a side (in a cell, of a strategy) make a verdict a hint.
-MIN_TRIALS_FOR_VERDICT = 7
+
+def min_trials(statistics: dict | None = None) -> int:
+    """Fewer trials than this on a side (in a cell, of a strategy) make a verdict a hint: the
+    analysis plan's ``min_trials_for_verdict`` (the config's statistics block, which the
+    statistics read too), else the schema's default."""
+    if statistics and statistics.get("min_trials_for_verdict") is not None:
+        return int(statistics["min_trials_for_verdict"])
+    from fwbench.plan.config import load_schema
+
+    plan = load_schema()["properties"]["statistics"]["properties"]
+    return int(plan["min_trials_for_verdict"]["default"])
 
 
 def claim_rows(frame: pd.DataFrame, select: dict):
@@ -55,14 +64,15 @@ def hint_from_comparisons(rows) -> str:
     return f"{len(hints)} of {len(rated)} comparisons are exploratory{why}"
 
 
-def fewest(rows, columns: list[str], what: str) -> str:
-    """"" when every row has at least MIN_TRIALS_FOR_VERDICT in each count column, else why."""
+def fewest(rows, columns: list[str], what: str, least: int) -> str:
+    """"" when every row has at least ``least`` (``min_trials``) in each count column, else
+    why."""
     if isinstance(rows, str) or rows is None or rows.empty:
         return ""
     counts = [pd.to_numeric(rows[c], errors="coerce") for c in columns if c in rows]
     if not counts:
         return ""
-    least = min(float(c.min()) for c in counts)
-    if missing(least) or least >= MIN_TRIALS_FOR_VERDICT:
+    smallest = min(float(c.min()) for c in counts)
+    if missing(smallest) or smallest >= least:
         return ""
-    return f"as few as {int(least)} {what}, fewer than {MIN_TRIALS_FOR_VERDICT}"
+    return f"as few as {int(smallest)} {what}, fewer than {least}"

@@ -1,5 +1,5 @@
-"""Section 3, Per machine (after Latency): a merged run's origins (fwbench merge), each machine or session
-with its own comparisons, and the pooled ratio only where pooling is valid
+"""Section 3, Per machine (after Latency): a merged run's origins (fwbench merge), each machine
+or session with its own comparisons, and the pooled ratio only where pooling is valid
 (fwbench.analysis.origins decides). An unmerged run has one origin and no such section."""
 
 from __future__ import annotations

@@ -42,7 +42,8 @@ def claims_section(numbering: Numbering, data: Inputs) -> dict:
     hints = {v: 0 for v in VERDICTS}
     for claim in catalog["claims"]:
         result = evaluate_claim(claim, data.comparisons, data.cell_stats, data.tests,
-                                data.trials, data.gaps, data.scaling, data.strategies)
+                                data.trials, data.gaps, data.scaling, data.strategies,
+                                data.statistics)
         counts[result["verdict"]] += 1
         hints[result["verdict"]] += bool(result["exploratory"])
         row = {**claim, **result, "verdict_class": result["verdict"].replace(" ", "-"),

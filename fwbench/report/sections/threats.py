@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fwbench.analysis.claims import MIN_TRIALS_FOR_VERDICT, wording
+from fwbench.analysis.claims import min_trials, wording
 from fwbench.report.inputs import Inputs
 
 # The p-value florencio2019 reports for each of its five hypotheses (Results, paired Wilcoxon).
@@ -12,7 +12,7 @@ FLORENCIO_P = 3.896559845095909e-18
 def context(data: Inputs, facts: dict) -> list[str]:
     out = []
     per_cell = data.trials.groupby("cell_id").size() if "cell_id" in data.trials else []
-    least = data.statistics.get("min_trials_for_verdict", MIN_TRIALS_FOR_VERDICT)
+    least = min_trials(data.statistics)
     if len(per_cell) and int(per_cell.min()) < least:
         out.append(f"Few trials: some cells have {int(per_cell.min())} trials; an interval "
                    f"from fewer than {least} trials is wide, and verdicts drawn from it are "
