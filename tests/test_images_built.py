@@ -129,7 +129,11 @@ def test_every_benchmark_job_and_nothing_else_ran_in_its_image(sweep, lock):
     trials = _trials(workdir)
     assert len(trials) == 4
     calls = _calls(workdir / "shim.log")
-    assert len(calls) == len(trials)        # host-side rules never entered an image
+    # The benchmark jobs: every trial, and each cell's calibration trial (its warm-up); the
+    # host-side rules never entered an image.
+    cells = {t.parent for t in trials}
+    assert len(calls) == len(trials) + len(cells)
+    assert sum("/calibration.json" in c["argv"][-1] for c in calls) == len(cells)
     for call in calls:
         command = call["argv"][-1]
         assert "python -m fwbench trial" in command, command
@@ -266,8 +270,8 @@ def test_make_run_containers_from_a_fresh_clone_as_the_readme_says(lock, tmp_pat
     for env_json in trials:
         container = json.loads(env_json.read_text())["container"]
         assert container["digest"] == built[container["label"]["framework"]]["digest"]
-    calls = _calls(tmp_path / "shim.log")
-    assert len(calls) == 2 and all("python -m fwbench trial" in c["argv"][-1] for c in calls)
+    calls = _calls(tmp_path / "shim.log")     # the 2 trials and the 2 cells' calibrations
+    assert len(calls) == 4 and all("python -m fwbench trial" in c["argv"][-1] for c in calls)
     for rule in ("measure_idle", "audit_versions", "build_report"):
         assert re.search(rf"rule {rule}:", first.stdout + first.stderr), rule
     assert (clone / "results" / "tiny" / "report" / "report.pdf").is_file()
