@@ -270,7 +270,7 @@ def test_the_why_paragraph_names_the_gap_the_factors_the_residual_and_the_profil
     assert "PyTorch took 2.0" in text
     assert "layout" in text and "eager in both" in text
     assert "residual" in text and "threads are equal in every profile" in text
-    assert "outside operators" in text and "40%" in text
+    assert "outside operators" in text and "40 %" in text
     assert "patel2023" in text and "TensorFlow eager" in text
 
 

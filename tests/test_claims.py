@@ -159,7 +159,7 @@ def test_gap_explanation_kind():
     entry = claim("gap_explanation", select={"device": "cpu", "phase": "infer"})
     closed = judge(entry, gaps=gaps("closes the gap"))
     assert (closed["verdict"], closed["exploratory"]) == ("confirmed", "")
-    assert "(gap closed: 90%)" in closed["ours"]
+    assert "(gap closed: 90 %)" in closed["ours"]
     assert judge(entry, gaps=gaps("widens the gap"))["verdict"] == "contradicted"
     assert judge(entry, gaps=gaps("closes the gap", n=3))["exploratory"] == \
         "as few as 3 trials on a side, fewer than 7"

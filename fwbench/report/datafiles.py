@@ -3,7 +3,8 @@ package of the version audit, every trial, every claim), written beside the repo
 read with any tool, and as HTML, to read in the browser; the PDF summarises each and links it.
 
 Each file is written from the frame the report read, so nothing is lost by leaving the paper.
-The HTML pages write their numbers through the report's formatting (``wording.sig``); the CSV
+The HTML pages write their numbers through the report's formatting (``fmt``, quantity
+``data``); the CSV
 keeps every value as the table holds it, floats at 10 significant digits as in every CSV the
 workflow writes (fwbench.files.write_csv).
 """
@@ -16,6 +17,7 @@ import pandas as pd
 
 from fwbench.analysis.claims import wording
 from fwbench.files import write_csv
+from fwbench.report.formatting import fmt
 
 
 def links(name: str, title: str, description: str, rows: int, href: str) -> dict:
@@ -44,7 +46,7 @@ def cell(value) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return wording.text(value) if value.is_integer() else wording.sig(value, 4)
+        return wording.text(value) if value.is_integer() else fmt(value, "data")
     return str(value)
 
 

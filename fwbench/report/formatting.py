@@ -1,7 +1,8 @@
 """Values of a table as text: a value that was not measured becomes ``NotMeasured`` with its
 reason numbered in the table's notes (never "nan" or "None"), an interval carries its coverage
-when that is not the nominal 95 %. Numbers are written as the verdicts write them
-(fwbench.analysis.claims.wording)."""
+when that is not the nominal 95 %. Every number is written by ``fmt(value, quantity)``
+(fwbench.analysis.claims.numbers), as the verdicts write theirs; ``sig``, ``percent`` and the
+other short names of fwbench.analysis.claims.wording are names for it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from fwbench.analysis.claims import wording
+from fwbench.analysis.claims.numbers import fmt  # noqa: F401
 from fwbench.analysis.claims.wording import count, fmt_interval, missing, percent, sig  # noqa: F401
 
 
@@ -37,21 +39,21 @@ class Notes:
         return NotMeasured(reason, self.reasons.index(reason) + 1)
 
 
-def cell_text(row, column: str, notes: Notes, reason: str, fmt=str):
+def cell_text(row, column: str, notes: Notes, reason: str, write=str):
     """The formatted value of ``row[column]``, or NotMeasured with ``reason``."""
     if column not in row.index:
         return notes.missing(f"the statistics have no column `{column}`")
     value = row[column]
-    return notes.missing(reason) if missing(value) else fmt(value)
+    return notes.missing(reason) if missing(value) else write(value)
 
 
-def interval_text(row, low: str, high: str, notes: Notes, reason: str, fmt=sig):
+def interval_text(row, low: str, high: str, notes: Notes, reason: str, write=sig):
     for column in (low, high):
         if column not in row.index:
             return notes.missing(f"the statistics have no column `{column}`")
     if missing(row[low]) or missing(row[high]):
         return notes.missing(reason)
-    return fmt_interval(row[low], row[high], fmt)
+    return fmt_interval(row[low], row[high], write)
 
 
 def span(values) -> str:
@@ -78,8 +80,16 @@ def with_level(interval, level, uniform=None, nominal_level: float = float("nan"
 
 def uniform_level(frame: pd.DataFrame, column: str):
     """The one interval level every row has, or None when they differ or are unknown."""
-    levels = {round(float(v), 6) for v in frame.get(column, []) if not missing(v)}
-    return levels.pop() if len(levels) == 1 else None
+    return one_level(v for v in frame.get(column, []) if not missing(v))
+
+
+def one_level(levels):
+    """The level all of ``levels`` share (equal within 10⁻⁶), or None when they differ or
+    there is none."""
+    levels = [float(v) for v in levels]
+    if not levels or any(abs(v - levels[0]) > 1e-6 for v in levels):
+        return None
+    return levels[0]
 
 
 def level_sentence(level, nominal_level: float) -> str:

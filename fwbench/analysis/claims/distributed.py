@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fwbench.analysis.claims.numbers import fmt
 from fwbench.analysis.claims.rows import claim_rows, not_measured
 from fwbench.analysis.claims.wording import fmt_interval, join, missing, sig, text, with_level
 from fwbench.plan.strategies import (
@@ -119,4 +120,4 @@ def judge_scaling(scaling: pd.DataFrame | None, test: dict,
     threshold = float(measured["near_linear_threshold"].iloc[0])
     return {"verdict": verdict, "notes": notes,
             "ours": "; ".join(texts) + f" (near-linear: the whole interval at or above "
-                                       f"{threshold:g})"}
+                                       f"{fmt(threshold, 'setting')})"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fwbench.analysis.claims.numbers import fmt
 from fwbench.analysis.claims.rows import claim_rows, not_measured
 from fwbench.analysis.claims.wording import join, sig
 
@@ -40,7 +41,7 @@ def judge_gap_explanation(gaps: pd.DataFrame | None, select: dict) -> dict:
                else "inconclusive")
     ours = (f"switching TensorFlow to eager closed, narrowed or reversed the gap in {closes} of "
             f"{n} cells with a TensorFlow advantage (gap closed: "
-            + join(f"{float(v):.0%}" for v in with_gap["gap_closed"]) + ")")
+            + join(fmt(v, "share") for v in with_gap["gap_closed"]) + ")")
     compiled = rows[(rows["counterfactual"] == "PyTorch torch.compile")
                     & (rows["verdict"] != NO_ADVANTAGE)]
     if len(compiled):

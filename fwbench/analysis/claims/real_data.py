@@ -10,6 +10,7 @@ import math
 import pandas as pd
 
 from fwbench.analysis.claims.direction import judge_direction
+from fwbench.analysis.claims.numbers import fmt
 from fwbench.analysis.claims.rows import claim_rows, not_measured
 from fwbench.analysis.claims.wording import (
     PAIR_AXES,
@@ -64,7 +65,7 @@ def no_real_data(trials: pd.DataFrame, experiment: str = "convergence") -> str:
 
 
 def percent_text(value) -> str:
-    return f"{100 * float(value):.1f}"
+    return fmt(value, "accuracy", unit=False)
 
 
 def metric_format(column: str):
@@ -73,7 +74,7 @@ def metric_format(column: str):
         return fmt_duration
     if column in ("final_accuracy", "best_accuracy", "test_accuracy"):
         return percent_text
-    return lambda value: f"{float(value):g}"
+    return lambda value: fmt(value, "epochs")
 
 
 def judge_real_data(claim: dict, trials: pd.DataFrame | None) -> dict:

@@ -1,11 +1,13 @@
 """How a verdict reads the statistics' tables and writes its numbers: a value that was not
 measured, a boolean cell, the direction a comparison supports, numbers, intervals and lists as
-text. The report writes its tables in the same words, so it imports them from here.
+text. The report writes its tables in the same words, so it imports them from here; every
+number goes through ``numbers.fmt``, of which ``sig``, ``ratio``, ``fmt_duration``, ``fmt_p`` and
+``percent`` are short names.
 """
 
 from __future__ import annotations
 
-import math
+from fwbench.analysis.claims.numbers import fmt
 
 FRAMEWORK_LABELS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
 OUTCOME_LABELS = {"pytorch_faster": "PyTorch faster", "tensorflow_faster": "TensorFlow faster",
@@ -75,38 +77,34 @@ def select_rows(frame, select: dict):
     return frame[keep]
 
 
-def sig(value: float, digits: int = 3) -> str:
-    """``value`` with ``digits`` significant digits, in plain notation (0.820, 1.40, 1234)."""
-    value = float(value)
-    if value == 0:
-        return "0"
-    exponent = math.floor(math.log10(abs(value)))
-    if exponent < -4:
-        return f"{value:.{digits - 1}e}"
-    return f"{value:.{max(digits - 1 - exponent, 0)}f}"
+def sig(value) -> str:
+    """A number with no quantity of its own, as ``numbers.fmt`` writes it (0.820, 1.40, 1234)."""
+    return fmt(value, "value")
+
+
+def ratio(value) -> str:
+    """A time ratio, speed-up or efficiency (``numbers.fmt``)."""
+    return fmt(value, "ratio")
 
 
 def fmt_duration(ns) -> str:
-    """Nanoseconds as a readable duration with 3 significant digits: 812 µs, 2.44 ms, 1.20 s."""
-    seconds = float(ns) / 1e9
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{sig(seconds / scale)} {unit}"
-    return f"{sig(seconds / 1e-9)} ns"
+    """Nanoseconds as a readable duration (``numbers.fmt``): 812 µs, 2.44 ms, 1.20 s."""
+    return fmt(ns, "duration")
 
 
 def fmt_p(p) -> str:
-    p = float(p)
-    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
+    """A p-value (``numbers.fmt``): 0.485, 3.9 × 10⁻¹⁸."""
+    return fmt(p, "p")
 
 
-def fmt_interval(low, high, fmt=sig) -> str:
-    return f"[{fmt(low)}, {fmt(high)}]"
+def fmt_interval(low, high, write=sig) -> str:
+    """[low, high], each bound as ``write`` writes it."""
+    return f"[{write(low)}, {write(high)}]"
 
 
 def percent(level) -> str:
-    """An interval's coverage: "95 %", "87.5 %"."""
-    return f"{100 * float(level):.1f}".rstrip("0").rstrip(".") + " %"
+    """An interval's coverage (``numbers.fmt``): "95 %", "87.5 %"."""
+    return fmt(level, "level")
 
 
 def with_level(interval: str, level, uniform=None, nominal: float = 0.95) -> str:
@@ -122,7 +120,8 @@ def with_level(interval: str, level, uniform=None, nominal: float = 0.95) -> str
 def count(n, noun: str, plural: str | None = None) -> str:
     """"1 trial", "8 trials", "2–3 trials": a count with its noun in the right number (never
     "trial(s)"); ``n`` may be a number or a span's text."""
-    return f"{n} {noun if str(n) == '1' else plural or noun + 's'}"
+    n = n if isinstance(n, str) else fmt(n, "count")
+    return f"{n} {noun if n == '1' else plural or noun + 's'}"
 
 
 def label(framework) -> str:

@@ -162,8 +162,9 @@ def confusion_matrices(confusion, folder: Path, *, key: str, title: str, which: 
             mesh = ax.pcolormesh(share, cmap="Blues", vmin=0, vmax=1)
             for i, row in enumerate(share):
                 for j, value in enumerate(row):
-                    ax.text(j + 0.5, i + 0.5, f"{100 * value:.0f}", ha="center", va="center",
-                            fontsize=4.5, color="white" if value > 0.6 else "black")
+                    ax.text(j + 0.5, i + 0.5, style.fmt(value, "share", unit=False),
+                            ha="center", va="center", fontsize=4.5,
+                            color="white" if value > 0.6 else "black")
             ticks = [k + 0.5 for k in range(len(labels))]
             ax.set_xticks(ticks, labels, rotation=90)
             ax.set_yticks(ticks, labels)
@@ -175,7 +176,7 @@ def confusion_matrices(confusion, folder: Path, *, key: str, title: str, which: 
             correct = matrix.trace() / max(matrix.sum(), 1)
             ax.set_title(f"{style.FRAMEWORK_LABELS.get(framework, framework)}: "
                          f"{style.wording.count(part['trial'].nunique(), 'trial')}, "
-                         f"{100 * correct:.1f} % correct",
+                         f"{style.fmt(correct, 'accuracy')} correct",
                          fontsize=8)
         fig.colorbar(mesh, ax=list(panels), shrink=0.7, label="share of the true class")
         file = style.save(fig, folder, f"{key}.svg")

@@ -14,8 +14,6 @@ from fwbench.report.figures import style
 def achieved_flops(flops, folder: Path, *, key="achieved_flops", absent: str = "") -> style.Figure:
     """Achieved FLOP/s per cell and framework with the interval its throughput gives (left),
     and the fraction of the device's peak where a peak is known (right)."""
-    from matplotlib.ticker import FuncFormatter
-
     title = "Achieved FLOP/s and fraction of peak"
     if flops is None or flops.empty or "achieved_flops" not in flops:
         return style.Figure(key, title, "", reason=f"Not drawn: {absent}.")
@@ -35,9 +33,7 @@ def achieved_flops(flops, folder: Path, *, key="achieved_flops", absent: str = "
             ("GFLOP/s", 1e-9)
         _framework_points(axes[0], frame, rows, "achieved_flops", "achieved_ci_low",
                           "achieved_ci_high", scale)
-        axes[0].set_xscale("log")
-        axes[0].xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        axes[0].xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        style.log_axis(axes[0], "x")
         axes[0].set_xlabel(f"achieved {unit} (log scale)")
         if len(peaked):
             _framework_points(axes[1], peaked, rows, "fraction_of_peak", "fraction_ci_low",

@@ -51,7 +51,8 @@ def scaling(cell_stats, efficiency, folder: Path, *, key="scaling", source=None,
                "batch per device is fixed: weak scaling) against the number of devices or "
                "processes, per framework and strategy, with the interval of the median; right, "
                "the scaling efficiency E(N) = X(N) / (N × X(1)) with its Hodges-Lehmann interval "
-               f"(1: linear; dotted: {threshold:g}, which we read as near-linear). "
+               f"(1: linear; dotted: {style.fmt(threshold, 'setting')}, which we read as "
+               "near-linear). "
                + (f"{fixed}." if fixed else "")
                + ("" if not measured.empty else " No efficiency: no strategy has ok trials "
                   "both at one device and at more."))

@@ -163,7 +163,8 @@ def speedup_heatmap(comparisons, failures: dict, folder: Path, *,
             ax.set_visible(False)
         bar = fig.colorbar(image, ax=grid.ravel().tolist(), shrink=0.8)
         ticks = [t for t in style.RATIO_TICKS if abs(math.log(t)) <= span + 1e-9]
-        bar.set_ticks([math.log(t) for t in ticks], labels=[f"{t:g}×" for t in ticks])
+        bar.set_ticks([math.log(t) for t in ticks],
+                      labels=[style.fmt(t, "ratio_tick") for t in ticks])
         bar.ax.minorticks_off()
         bar.set_label("PyTorch time / TensorFlow time")
         file = style.save(fig, folder, f"{key}.svg")
@@ -201,7 +202,7 @@ def _draw_heatmap(ax, part: pd.DataFrame, models: list[str], span: float, failur
         grid[i, j] = math.log(float(ratio))   # log of PyTorch / TensorFlow
         decided = (str(row.get("verdict")) in ("pytorch_faster", "tensorflow_faster",
                                                "equivalent") and not style.is_exploratory(row))
-        ax.text(j, i, style.wording.sig(float(ratio), 2), ha="center", va="center", fontsize=6.5,
+        ax.text(j, i, style.fmt(ratio, "ratio_cell"), ha="center", va="center", fontsize=6.5,
                 fontweight="bold" if decided else "normal")
     masked = np.ma.masked_invalid(grid)
     image = ax.imshow(masked, cmap=_colour_map().with_extremes(bad="#dddddd"), vmin=-span,
@@ -244,7 +245,7 @@ def throughput(cell_stats, folder: Path, *, key="throughput") -> style.Figure:
             part = frame[frame["_fw"] == framework]
             if not part.empty:
                 style.draw_points(ax, part, rows, framework, offset, *throughput_columns(part))
-        ax.set_xscale("log")
+        style.log_axis(ax, "x")
         ax.set_yticks(range(len(pairs)),
                       [style.pair_label(r, varying) for _, r in pairs.iterrows()])
         ax.set_ylim(len(pairs) - 0.5, -0.5)
@@ -330,7 +331,7 @@ def _draw_per_sample(ax, frame, device: str) -> None:
             ax.plot(batch, per, color=colour, marker=marker, markersize=3.5, linewidth=1,
                     label=label)
     style.batch_axis(ax, frame["batch_size"])
-    ax.set_yscale("log")
+    style.log_axis(ax, "y")
     ax.set_xlabel("batch size")
     ax.set_ylabel("time per sample (ms, log scale)")
     ax.set_title(f"device: {device}")

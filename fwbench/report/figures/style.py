@@ -1,6 +1,7 @@
 """What every figure of the report shares: matplotlib (Agg, no pyplot) set up for
 deterministic SVG, the colours of the outcomes and frameworks, the ``Figure`` a builder returns,
-and the helpers that read a table's rows (``missing``, ``outcome``, the pair axes).
+the helpers that read a table's rows (``missing``, ``outcome``, the pair axes), and ``fmt``,
+the one function that writes a number (fwbench.analysis.claims.numbers).
 
 The same tables give byte-identical SVG: a fixed hash salt, no date in the metadata, text drawn
 as paths. Framework-free.
@@ -21,6 +22,7 @@ from matplotlib.figure import Figure as MplFigure  # noqa: E402
 
 # A table's cells are read as the verdicts read them (fwbench.analysis.claims.wording).
 from fwbench.analysis.claims import wording  # noqa: E402
+from fwbench.analysis.claims.numbers import fmt  # noqa: E402
 from fwbench.analysis.claims.wording import flag, is_exploratory, missing, outcome  # noqa: E402,F401
 
 RC = {
@@ -149,7 +151,7 @@ def ratio_axis(ax, low: float, high: float, which: str = "x") -> None:
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
     (ax.set_xlim if which == "x" else ax.set_ylim)(low, high)
     ticks = [t for t in RATIO_TICKS if low <= t <= high]
-    axis.set_ticks(ticks, [f"{t:g}×" for t in ticks])
+    axis.set_ticks(ticks, [fmt(t, "ratio_tick") for t in ticks])
     axis.set_minor_locator(NullLocator())
 
 
@@ -157,6 +159,41 @@ def equivalence_band(ax, low: float, high: float) -> None:
     """The equivalence margin a verdict reads, shaded behind the data of a ratio axis."""
     ax.axvspan(low, high, color="#009e73", alpha=0.12, linewidth=0, zorder=0,
                label="equivalence margin")
+
+
+# Mantissas of a log axis' ticks, coarsest first: 1, 10, 100; then 1, 2, 5, 10; then finer.
+LOG_TICK_STEPS = ((1,), (1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8))
+
+
+def log_axis(ax, which: str = "x") -> None:
+    """A log axis (after the data are drawn) ticked at plain numbers, never 10²: 100, 1k, 10k
+    or 0.5, 1, 2, 5; at least two labelled ticks, the range widened to the next tick when the
+    data lie between two."""
+    import math
+
+    from matplotlib.ticker import NullLocator
+
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    get, set_ = (ax.get_xlim, ax.set_xlim) if which == "x" else (ax.get_ylim, ax.set_ylim)
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    low, high = sorted(get())
+
+    def ticks(steps):
+        decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+        found = sorted(s * 10.0 ** d for d in decades for s in steps)
+        return [t for t in found if low <= t <= high]
+
+    chosen = next((t for steps in LOG_TICK_STEPS if len(t := ticks(steps)) >= 3), None)
+    chosen = chosen or next((t for steps in LOG_TICK_STEPS if len(t := ticks(steps)) >= 2),
+                            None)
+    if chosen is None:  # the data lie between two ticks of the finest set: reach both
+        scale = 10.0 ** math.floor(math.log10(low))
+        steps = sorted(s * scale * k for k in (1, 10) for s in LOG_TICK_STEPS[-1])
+        low, high = max(s for s in steps if s <= low), min(s for s in steps if s >= high)
+        set_(low, high)
+        chosen = ticks(LOG_TICK_STEPS[-1])
+    axis.set_ticks(chosen, [fmt(t, "tick") for t in chosen])
+    axis.set_minor_locator(NullLocator())
 
 
 def batch_axis(ax, batches) -> None:

@@ -39,7 +39,7 @@ def per_cell_metric(trials, folder: Path, *, key: str, title: str, column: str, 
                         fmt="o", markersize=3.5, capsize=2, linewidth=1,
                         color=style.FRAMEWORK_COLOURS[framework],
                         label=style.FRAMEWORK_LABELS[framework])
-        ax.set_xscale("log")
+        style.log_axis(ax, "x")
         ax.set_yticks(range(len(pairs)),
                       [style.pair_label(r, varying) for _, r in pairs.iterrows()])
         ax.set_ylim(len(pairs) - 0.5, -0.5)

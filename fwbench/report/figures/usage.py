@@ -176,19 +176,7 @@ def _draw_ecdf(ax, pair: pd.DataFrame) -> None:
                 color=colour, linewidth=1.4)
         ticks = np.percentile(values, [50, 90, 99], method="inverted_cdf")
         ax.plot(ticks, [0.5, 0.9, 0.99], "|", color=colour, markersize=6)
-    ax.set_xscale("log")
-    _few_log_ticks(ax, pair["time_ns"].to_numpy(dtype=float) / 1e6)
+    style.log_axis(ax, "x")
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("time per iteration (ms)", fontsize=6)
     ax.grid(which="both", color="#eeeeee", linewidth=0.5)
-
-
-def _few_log_ticks(ax, values: np.ndarray) -> None:
-    """Three plain-number ticks across the data: a panel often spans less than a decade,
-    where matplotlib's log labels pile up."""
-    from matplotlib.ticker import NullLocator
-
-    low, high = float(values.min()), float(values.max())
-    ticks = np.geomspace(low, high, 3) if high > low else np.array([low])
-    ax.set_xticks(ticks, [f"{t:.3g}" for t in ticks])
-    ax.xaxis.set_minor_locator(NullLocator())

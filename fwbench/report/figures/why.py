@@ -62,8 +62,6 @@ def waterfall(decomposition, folder: Path, *, key="ablation_waterfall") -> style
 
 
 def _draw_waterfall(ax, group) -> None:
-    from matplotlib.ticker import FuncFormatter, LogLocator
-
     labels, level, values, seen = [], None, [1.0], set()
     for x, (_, r) in enumerate(group.iterrows()):
         kind = r["row"]
@@ -100,9 +98,7 @@ def _draw_waterfall(ax, group) -> None:
     ax.axhline(1.0, color="black", linewidth=0.6)
     ax.set_yscale("log")
     ax.set_ylim(min(values) / 1.4, max(values) * 1.4)
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    style.log_axis(ax, "y")
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
     ax.set_ylabel("PyTorch / TensorFlow time")
     ax.set_title(_group_title(group.iloc[0]), fontsize=8)

@@ -26,8 +26,8 @@ def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures:
         low, high = rated.loc[rated["ratio"].idxmin()], rated.loc[rated["ratio"].idxmax()]
         out.append(
             "PyTorch's time divided by TensorFlow's ranged from "
-            f"{wording.sig(low['ratio'])} ({_pair_name(low)}) to "
-            f"{wording.sig(high['ratio'])} ({_pair_name(high)}). PyTorch was faster in "
+            f"{wording.ratio(low['ratio'])} ({_pair_name(low)}) to "
+            f"{wording.ratio(high['ratio'])} ({_pair_name(high)}). PyTorch was faster in "
             f"{kinds.count('pytorch_faster')} of {len(kinds)} matched pairs, "
             f"TensorFlow in {kinds.count('tensorflow_faster')}; "
             f"{kinds.count('equivalent')} were equivalent and "

@@ -114,9 +114,8 @@ def accuracy_table(numbering: tables.Numbering, data: Inputs) -> dict:
     columns = [c for e in REAL_DATA if e in wording.unique(frame, "experiment") for c in
                ACCURACY_TABLE[e]]
     axes = tables.varying(frame, wording.TRAINING_AXES) or ["model"]
-    levels = {round(m["level"], 6) for _, g in _groups(frame) for c, _ in columns
-              for m in [_median_interval(g[c])] if m["n"] > 1}
-    uniform = levels.pop() if len(levels) == 1 else None
+    uniform = formatting.one_level(m["level"] for _, g in _groups(frame) for c, _ in columns
+                                   for m in [_median_interval(g[c])] if m["n"] > 1)
     rows = []
     for key, group in _groups(frame):
         values = []

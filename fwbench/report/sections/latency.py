@@ -9,7 +9,7 @@ from fwbench.analysis.claims import wording
 from fwbench.report import tables
 from fwbench.report.figures import usage
 from fwbench.report.figures.style import Figure
-from fwbench.report.formatting import Notes, cell_text
+from fwbench.report.formatting import Notes, cell_text, fmt
 from fwbench.report.inputs import Inputs
 
 
@@ -27,9 +27,9 @@ def _with_bounds(row, q: int, notes: Notes):
     low, high = row.get(f"p{q}_ci_low_ns"), row.get(f"p{q}_ci_high_ns")
     if not isinstance(value, str) or wording.missing(low) or wording.missing(high):
         return value
-    number, unit = value.split(" ")
-    scale = float(row[f"p{q}_ns"]) / float(number)
-    return f"{value} ({wording.sig(float(low) / scale)}–{wording.sig(float(high) / scale)})"
+    estimate = row[f"p{q}_ns"]
+    bounds = (fmt(b, "duration", unit=False, like=estimate) for b in (low, high))
+    return f"{value} ({'–'.join(bounds)})"
 
 
 def latency_table(numbering: tables.Numbering, data: Inputs) -> dict:

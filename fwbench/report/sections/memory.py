@@ -10,6 +10,7 @@ from fwbench.analysis.memory import METRICS
 from fwbench.report import formatting, tables
 from fwbench.report.figures import usage
 from fwbench.report.figures.style import Figure
+from fwbench.report.formatting import fmt
 from fwbench.report.inputs import Inputs
 
 
@@ -57,7 +58,7 @@ MEMORY_VERDICTS = {"pytorch_less": "PyTorch less", "tensorflow_less": "TensorFlo
 
 
 def _mib(value) -> str:
-    return wording.sig(float(value) / MIB)
+    return fmt(value, "memory", unit=False)
 
 
 def memory_table(numbering: tables.Numbering, data: Inputs) -> dict:
@@ -110,7 +111,7 @@ def memory_comparison_table(numbering: tables.Numbering, data: Inputs, tested) -
     for _, row in frame.iterrows():
         rows.append([str(row.get(a, "")) for a in axes] + [
             PEAK_NAMES.get(row["metric"], row["metric"]),
-            formatting.cell_text(row, "ratio", notes, "no ratio", wording.sig),
+            formatting.cell_text(row, "ratio", notes, "no ratio", wording.ratio),
             formatting.interval_text(row, "ratio_ci_low", "ratio_ci_high", notes, "no interval"),
             formatting.cell_text(row, "mannwhitney_p", notes, "no test", wording.fmt_p),
             formatting.cell_text(row, "p_adjusted", notes, "no test", wording.fmt_p),

@@ -37,7 +37,7 @@ def _machine(numbering: tables.Numbering, data: Inputs, name: str, axes: list[st
     notes, rows = Notes(), []
     for _, row in tables.sorted_rows(frame).iterrows():
         rows.append([str(row.get(a, "")) for a in axes] + [
-            wording.sig(row["ratio"]),
+            wording.ratio(row["ratio"]),
             interval_text(row, "ratio_ci_low", "ratio_ci_high", notes, "no interval"),
             verdict_text(row, notes)])
     caption = (f"Origin {name}: PyTorch's time over TensorFlow's per matched pair, from this "
@@ -64,7 +64,7 @@ def _pooled(numbering: tables.Numbering, data: Inputs, axes: list[str]) -> dict:
     notes, rows = Notes(), []
     for _, row in pooled.iterrows():
         pair = first.loc[row["pair_id"]]
-        ratio = wording.sig(row["ratio"]) if row["pooled"] else notes.missing(
+        ratio = wording.ratio(row["ratio"]) if row["pooled"] else notes.missing(
             "not pooled: the origins disagree")
         rows.append([str(pair.get(a, "")) for a in axes] + [
             row["origins"], ratio,

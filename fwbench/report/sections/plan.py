@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from fwbench.analysis.claims import wording
 from fwbench.report import formatting, tables
+from fwbench.report.formatting import fmt
 from fwbench.report.inputs import Inputs
 
 
@@ -32,7 +33,7 @@ def plan_value(key: str, value) -> str:
         return "±" + wording.percent(value)
     if key in ("confidence", "alpha") or key.endswith("_level"):
         return wording.percent(value)
-    return wording.text(value) if float(value).is_integer() else wording.sig(value)
+    return fmt(value, "setting")
 
 
 def plan_table(numbering: tables.Numbering, plan: dict) -> dict:
@@ -87,7 +88,7 @@ def sensitivity_table(numbering: tables.Numbering, data: Inputs) -> dict:
         primary = wording.OUTCOME_LABELS.get(str(row.get("primary_verdict")), "")
         rows.append([str(row.get(a, "")) for a in axes] + [
             formatting.cell_text(row, "excluded", notes, "not recorded", wording.text),
-            formatting.cell_text(row, "ratio", notes, "no ratio", wording.sig),
+            formatting.cell_text(row, "ratio", notes, "no ratio", wording.ratio),
             formatting.interval_text(row, "ratio_ci_low", "ratio_ci_high", notes,
                                      "too few pairs left for an interval"),
             formatting.verdict_text(row, notes), primary or "—"])

@@ -13,7 +13,7 @@ from fwbench.analysis.ablation import GROUP
 from fwbench.analysis.claims import wording
 from fwbench.report.figures import why as why_figures
 from fwbench.report.figures.style import Figure
-from fwbench.report.formatting import Notes, cell_text, interval_text
+from fwbench.report.formatting import Notes, cell_text, fmt, interval_text
 from fwbench.report.inputs import Inputs
 from fwbench.report.tables import Numbering, table
 
@@ -47,7 +47,7 @@ def figures(data: Inputs, folder: Path) -> dict[str, Figure]:
 
 
 def _log_interval(row, low: str, high: str, notes: Notes, reason: str) -> object:
-    return interval_text(row, low, high, notes, reason, fmt=lambda v: f"{float(v):+.3f}")
+    return interval_text(row, low, high, notes, reason, write=lambda v: fmt(v, "log_ratio"))
 
 
 def decomposition_table(numbering: Numbering, data: Inputs) -> dict:
@@ -75,12 +75,12 @@ def decomposition_table(numbering: Numbering, data: Inputs) -> dict:
                     wording.text(r["profile"]) if not wording.missing(r.get("profile")) else "—",
                     wording.text(r["mode"]) if not wording.missing(r.get("mode")) else "—",
                     cell_text(r, "ratio", notes, reason, wording.sig),
-                    cell_text(r, "contribution", notes, reason, lambda v: f"{float(v):+.3f}"),
+                    cell_text(r, "contribution", notes, reason, lambda v: fmt(v, "log_ratio")),
                     _log_interval(r, "contribution_ci_low", "contribution_ci_high", notes,
                                   reason),
                     cell_text(r, "share", notes, "the gap at defaults is not established (its "
                               "interval contains 0), or the step was not measured",
-                              lambda v: f"{float(v):.0%}"),
+                              lambda v: fmt(v, "share")),
                     wording.text(r["note"]) if not wording.missing(r.get("note")) else "",
                 ])
     return table(
@@ -114,9 +114,9 @@ def gap_table(numbering: Numbering, data: Inputs) -> dict:
                     r["counterfactual"], f"{r['pytorch_mode']} / {r['tensorflow_mode']}",
                     wording.sig(r["ratio"]),
                     interval_text(r, "ratio_ci_low", "ratio_ci_high", notes, "no interval"),
-                    f"{float(r['gap_closed']):.0%}",
+                    fmt(r["gap_closed"], "share"),
                     interval_text(r, "gap_closed_ci_low", "gap_closed_ci_high", notes,
-                                  "no interval", fmt=lambda v: f"{float(v):.0%}"),
+                                  "no interval", write=lambda v: fmt(v, "share")),
                     "yes" if str(r["interleaved"]) == "True" else "no",
                     r["verdict"],
                 ])
@@ -181,8 +181,8 @@ def _span_pct(values) -> str:
     if not values:
         return "unknown"
     if len(values) == 1:
-        return f"{values[0]:.0%}"
-    return f"{values[0]:.0%} to {values[-1]:.0%}"
+        return fmt(values[0], "share")
+    return f"{fmt(values[0], 'share')} to {fmt(values[-1], 'share')}"
 
 
 FACTOR_LABELS = {
@@ -211,7 +211,7 @@ def factor_label(factor: str) -> str:
 
 
 def _r(value) -> str:
-    return f"{float(value):.2f}"
+    return fmt(value, "ratio")
 
 
 def _gap_sentence(ratio: float, low=None, high=None) -> str:
@@ -264,11 +264,11 @@ def _factor_sentences(rows: pd.DataFrame, ratio_before, ident: dict) -> list[str
         if r["status"] != "measured":
             moved.append(f"{factor_label(r['factor'])} was not measured ({r['reason']})")
             continue
-        share = (f", {float(r['share']):.0%} of the gap"
+        share = (f", {fmt(r['share'], 'share')} of the gap"
                  if _present(r.get("share")) and 0 <= float(r["share"]) <= 1 else "")
         low, high = float(r["contribution_ci_low"]), float(r["contribution_ci_high"])
-        ci = (f"; contribution {float(r['contribution']):+.3f} on log time, interval "
-              f"{low:+.3f} to {high:+.3f}"
+        ci = (f"; contribution {fmt(r['contribution'], 'log_ratio')} on log time, interval "
+              f"{fmt(low, 'log_ratio')} to {fmt(high, 'log_ratio')}"
               + (", not distinguishable from no effect" if low <= 0 <= high else ""))
         after = f"to {_r(r['ratio'])}" if _present(r.get("ratio")) else ""
         verb = ("Matching" if not str(r["factor"]).startswith(("mode=", "precision="))
@@ -293,7 +293,7 @@ def _residual_sentence(rows: pd.DataFrame) -> list[str]:
     if not len(residual) or residual.iloc[0]["status"] != "measured":
         return []
     res = residual.iloc[0]
-    share = (f" ({float(res['share']):.0%} of the gap at defaults)"
+    share = (f" ({fmt(res['share'], 'share')} of the gap at defaults)"
              if _present(res.get("share")) and 0 <= float(res["share"]) <= 1 else "")
     if "last measured" in str(res.get("note") or ""):
         return [f"At the last measured point ({res['profile']}, {res['mode']}), "
@@ -324,13 +324,14 @@ def _profile_sentences(profiles, ident, rows) -> list[str]:
         diff = (pt["ns_per_step"] - tf["ns_per_step"]).dropna()
         biggest = diff.abs().sort_values(ascending=False).index[:2]
         where = "; ".join(
-            f"{category.replace('_', ' ')}: {pt.loc[category, 'ns_per_step'] / 1e3:.0f} µs "
-            f"against {tf.loc[category, 'ns_per_step'] / 1e3:.0f} µs"
+            f"{category.replace('_', ' ')}: {fmt(pt.loc[category, 'ns_per_step'], 'duration')} "
+            f"against {fmt(tf.loc[category, 'ns_per_step'], 'duration')}"
             for category in biggest)
         out.append(
             f"Profiled at {point['profile']}/{point['mode']}: PyTorch spent "
-            f"{pt.loc['host_overhead', 'share']:.0%} of a step outside operators (host "
-            f"overhead) against TensorFlow's {tf.loc['host_overhead', 'share']:.0%}; the largest "
+            f"{fmt(pt.loc['host_overhead', 'share'], 'share')} of a step outside operators (host "
+            f"overhead) against TensorFlow's {fmt(tf.loc['host_overhead', 'share'], 'share')}; "
+            "the largest "
             f"differences per step (PyTorch against TensorFlow, profiled time) are {where}.")
     return out
 
@@ -347,7 +348,7 @@ def _gap_test_sentences(gaps, ident) -> list[str]:
         first = rows.iloc[0]
         tested = "; ".join(
             f"{r['counterfactual']}: ratio {_r(r['ratio'])} (gap closed "
-            f"{float(r['gap_closed']):.0%}), {r['verdict']}" for _, r in rows.iterrows())
+            f"{fmt(r['gap_closed'], 'share')}), {r['verdict']}" for _, r in rows.iterrows())
         out.append(f"patel2023's explanation at {profile} (baseline PyTorch eager against "
                    f"TensorFlow tf.function, ratio {_r(first['baseline_ratio'])}): {tested}.")
     return out
