@@ -158,7 +158,9 @@ def test_tian_figures_are_drawn_from_the_convergence_tables(convergence_run, tmp
     drawn = report.make_figures(data, tmp_path, {})
     (tmp_path / "again").mkdir()
     report.make_figures(data, tmp_path / "again", {})
-    for key in reproduction.PAPER_FIGURES["tian2020"]:
+    # the time ratios of tian2020's own cells come from the throughput experiment
+    assert "ResNet18 at batch 64" in drawn["tian_relative"].reason
+    for key in reproduction.PAPER_FIGURES["tian2020"][1:]:
         assert drawn[key].file, drawn[key].reason
         ET.parse(tmp_path / drawn[key].file)  # well-formed SVG
         svg = (tmp_path / drawn[key].file).read_bytes()

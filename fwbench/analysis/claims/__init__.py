@@ -7,7 +7,9 @@ and the distributed experiment's scaling and strategy tables. The report renders
     claims/
     ├── rows.py         the rows a claim selects; why a verdict from them is only a hint
     ├── setting.py      whether the run measured the paper's setting, and what differs
-    ├── wording.py      missing values, flags, outcomes, numbers as text (shared with the report)
+    ├── numbers.py      every number as text: fmt(value, quantity) (shared with the report)
+    ├── wording.py      missing values, flags, outcomes, intervals and lists as text
+    ├── published.py    the numbers the papers state (report/published.yaml), where they stand
     ├── direction.py    direction, mixed: who is faster, from the comparisons
     ├── batch.py        batch_trend, power_batch: patel2023's batch-size claims
     ├── florencio.py    normality, telemetry: florencio2019's tests replicated
@@ -30,6 +32,7 @@ import pandas as pd
 import yaml
 
 from fwbench import SOURCE_DIR
+from fwbench.analysis.claims import published
 from fwbench.analysis.claims.batch import (
     judge_batch_trend,
     judge_power,
@@ -64,11 +67,18 @@ SELECT_AXES = set(PAIR_AXES)
 
 @cache
 def load_claims(path: str = str(CLAIMS_PATH)) -> dict:
-    """The catalog; each claim's ``setting`` is its paper's ``setting_axes`` with its own."""
+    """The catalog; each claim's ``setting`` is its paper's ``setting_axes`` with its own, its
+    ``published_values`` the numbers the paper states for it (report/published.yaml), and
+    ``published_ratio`` the time ratio among them, as [low, high]."""
     with open(path) as f:
         catalog = yaml.safe_load(f)
     for claim in catalog["claims"]:
         claim["setting"] = merged_setting(claim, catalog["papers"])
+        claim["published_values"] = published.for_claim(claim["id"])
+        ratios = [published.bounds(v) for v in claim["published_values"]
+                  if v["quantity"] == "ratio"]
+        if ratios:
+            claim["published_ratio"] = list(ratios[0])
     return catalog
 
 

@@ -90,9 +90,10 @@ def epoch_times(summary, folder: Path, *, key: str, title: str, source=None, abs
 
 
 def accuracy_curves(epochs, folder: Path, *, key: str, title: str, source=None,
-                    absent: str = "") -> style.Figure:
+                    absent: str = "", published=(), paper: str | None = None) -> style.Figure:
     """Validation accuracy against epoch: one panel per cell pair, one line per framework and
-    optimizer, the median over trials with the trials' range as a band."""
+    optimizer, the median over trials with the trials' range as a band; an accuracy the
+    ``paper`` ``published`` for a line's cell drawn beside it, black and dotted."""
     from matplotlib.ticker import MaxNLocator
 
     if epochs is None or epochs.empty:
@@ -102,6 +103,7 @@ def accuracy_curves(epochs, folder: Path, *, key: str, title: str, source=None,
     varying = [a for a in _training_varying(panels_frame) if a != "optimizer"]
     optimizers = sorted(epochs["optimizer"].dropna().astype(str).unique())
     shown = list(panels_frame.iterrows())[:style.MAX_PANELS]
+    drawn = []
     with rc_context(style.RC):
         cols = min(len(shown), 2)
         rows = math.ceil(len(shown) / cols)
@@ -123,6 +125,8 @@ def accuracy_curves(epochs, folder: Path, *, key: str, title: str, source=None,
                 ax.plot(stats.index, 100 * stats["median"], color=colour, linestyle=linestyle,
                         marker="o" if len(stats) <= 12 else None, markersize=2.5,
                         linewidth=1, label=label)
+                line_cell = {**first.to_dict(), "framework": framework, "optimizer": optimizer}
+                drawn += _published_accuracy(ax, published, line_cell, label)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_xlabel("epoch")
             ax.set_ylabel("validation accuracy (%)")
@@ -137,8 +141,22 @@ def accuracy_curves(epochs, folder: Path, *, key: str, title: str, source=None,
     fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(panels_frame).items())
     caption = (f"{title}: accuracy on the test set after each training epoch, per cell; lines: "
                "the median over trials per framework and optimizer, bands: the range of the "
-               f"trials ({fixed}).{more}")
+               f"trials ({fixed}).{more}" + style.published_note(list(published), drawn, paper))
     return style.Figure(key, title, caption, file=file, source=source)
+
+
+def _published_accuracy(ax, values, cell: dict, label: str) -> list:
+    """The published accuracies of ``cell`` (a line's) as black dotted levels, named."""
+    from fwbench.analysis.claims import published
+
+    shown = published.matching(values, cell)
+    for value in shown:
+        level = 100 * published.bounds(value)[0]
+        ax.axhline(level, color=style.PUBLISHED_COLOUR, linestyle=":", linewidth=0.9)
+        ax.annotate(f"published, {label}: {published.text(value)}", (0.02, level),
+                    xycoords=("axes fraction", "data"), xytext=(0, 2),
+                    textcoords="offset points", fontsize=6, color=style.PUBLISHED_COLOUR)
+    return shown
 
 
 def confusion_matrices(confusion, folder: Path, *, key: str, title: str, which: str,

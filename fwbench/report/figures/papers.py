@@ -15,11 +15,14 @@ from fwbench.report.figures import style
 
 def trial_boxplots(trials, folder: Path, *, key: str, title: str, select: dict, source=None,
                    absent: str = "", note: str = "", column: str = "median_ns",
-                   label: str | None = None) -> style.Figure:
+                   label: str | None = None, published=(), paper: str | None = None,
+                   ours=()) -> style.Figure:
     """Box plots of one per-trial value, one box per framework (default: median iteration time).
 
     ``select`` keeps the cells; ``label`` names the y axis of any ``column`` other than a time;
-    ``note`` completes the caption (what the value stands for).
+    ``note`` completes the caption (what the value stands for). The p-values the ``paper``
+    ``published`` for the figure are written in it, beside ``ours``: the same test on this
+    run's trials.
     """
     frame = style.select_rows(trials, select)
     if not frame.empty and column in frame:
@@ -42,11 +45,34 @@ def trial_boxplots(trials, folder: Path, *, key: str, title: str, select: dict, 
             patch.set_facecolor(style.FRAMEWORK_COLOURS[name])
             patch.set_alpha(0.5)
         ax.set_ylabel(label or column)
+        shown = published_p(ax, published, frame.iloc[0], ours)
         file = style.save(fig, folder, f"{key}.svg")
     fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(frame).items())
     caption = (f"{title}: one value per trial (a fresh process); box plots per framework "
                f"({len(frame)} trials; {fixed}). {note}").strip()
+    caption += style.published_note(list(published), shown, paper)
+    if shown:
+        caption += (" Beside it, the paired Wilcoxon test as published on this run's trials: "
+                    + (", ".join(style.fmt(p, "p") for p in ours) or "not run") + ".")
     return style.Figure(key, title, caption, file=file, source=source, narrow=True)
+
+
+def published_p(ax, values, row, ours) -> list:
+    """The published p-values for ``row``'s cells written at the top of ``ax``, ours beside;
+    returns those written."""
+    from fwbench.analysis.claims import published
+
+    shown = published.matching(values, row)
+    lines = [f"p published: {published.text(v)}" for v in shown]
+    if shown and ours:
+        lines.append("p this run: " + ", ".join(style.fmt(p, "p") for p in ours))
+    if lines:
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, high + 0.35 * (high - low))  # room above the boxes
+        ax.text(0.5, 0.98, "\n".join(lines), transform=ax.transAxes, ha="center", va="top",
+                fontsize=6.5, color=style.PUBLISHED_COLOUR,
+                bbox={"facecolor": "white", "edgecolor": "#999999", "linewidth": 0.5})
+    return shown
 
 
 # --- a per-trial telemetry value against batch size (patel2023 Fig. 5) -----------------------

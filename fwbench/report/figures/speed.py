@@ -23,12 +23,14 @@ PANEL_AXES = ["experiment", "device", "phase", "input_shape", "precision", "mode
 
 def relative_time(comparisons, failures: dict, folder: Path, *, key="relative_time",
                   title="Relative time", select: dict | None = None, source=None,
-                  absent: str = "") -> style.Figure:
+                  absent: str = "", published=(), paper: str | None = None) -> style.Figure:
     """The ratio of PyTorch's to TensorFlow's median time per matched pair, with its interval.
 
     ``failures`` maps a pair id to the reason it has no ratio (a failed trial); such pairs get a
     row of their own saying so, instead of silently disappearing. ``select`` keeps rows whose
-    axis values match; ``absent`` completes the sentence when nothing matches.
+    axis values match; ``absent`` completes the sentence when nothing matches. A redrawn paper
+    figure passes ``paper`` (its short name) and the time ratios it ``published`` for the
+    figure (fwbench.analysis.claims.published): each is drawn, black, beside the rows it is for.
     """
     frame = style.select_rows(comparisons, select)
     if frame.empty:
@@ -39,31 +41,41 @@ def relative_time(comparisons, failures: dict, folder: Path, *, key="relative_ti
     with rc_context(style.RC):
         fig = style.new_figure(6.8, 0.9 + 0.22 * len(frame))
         ax = fig.add_subplot()
-        _draw_ratios(ax, frame, failures, varying)
+        shown = _draw_ratios(ax, frame, failures, varying, list(published))
         file = style.save(fig, folder, f"{key}.svg")
     fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(frame).items())
     hints = sum(style.is_exploratory(r) for _, r in frame.iterrows())
     band = equivalence_margin(frame)
-    caption = (f"{title}: the time ratio of each matched pair ({len(frame)} pairs; {fixed}) "
+    caption = (f"{title}: the time ratio of each matched pair "
+               f"({style.wording.count(len(frame), 'pair')}; {fixed}) "
                "with its interval; colour: the verdict of the comparison"
                + (f"; shaded: the equivalence margin, {style.wording.sig(band[0])}× to "
                   f"{style.wording.sig(band[1])}×" if band else "") + "."
                + (" Hollow markers and dashed bars: "
                   f"{style.wording.count(hints, 'exploratory comparison')}, whose "
                   "verdict is a hint only (too few trials, or unsteady or drifting ones)."
-                  if hints else ""))
+                  if hints else "")
+               + style.published_note(list(published), shown, paper))
     return style.Figure(key, title, caption, file=file, source=source)
 
 
-def _draw_ratios(ax, frame, failures: dict, varying: list[str]) -> None:
-    labels, seen, hints = [], set(), 0
+def _draw_ratios(ax, frame, failures: dict, varying: list[str], values: list[dict]) -> list:
+    """The pairs' ratios and, beside each, the published ones for its cells; returns those."""
+    from fwbench.analysis.claims import published
+
+    labels, seen, hints, shown = [], set(), 0, []
+    beside = [published.matching(values, row) for _, row in frame.iterrows()]
     low, high = style.ratio_limits(
-        [v for c in ("ratio", "ratio_ci_low", "ratio_ci_high") if c in frame for v in frame[c]])
+        [v for c in ("ratio", "ratio_ci_low", "ratio_ci_high") if c in frame for v in frame[c]]
+        + [b for found in beside for v in found for b in published.bounds(v)])
     band = equivalence_margin(frame)
     if band:
         style.equivalence_band(ax, *band)
     for y, (_, row) in enumerate(frame.iterrows()):
         labels.append(style.pair_label(row, varying))
+        for value in beside[y]:
+            _draw_published(ax, y, *published.bounds(value))
+            shown.append(value)
         ratio = row.get("ratio")
         if style.missing(ratio) or float(ratio) <= 0:
             reason = failures.get(row["pair_id"], "no ratio in the statistics")
@@ -88,6 +100,11 @@ def _draw_ratios(ax, frame, failures: dict, varying: list[str]) -> None:
     ax.set_xlabel("PyTorch time / TensorFlow time (log scale)")
     ax.grid(axis="x", which="major", color="#dddddd", linewidth=0.5)
     handles = verdict_handles([k for k in style.OUTCOME_LABELS if k in seen], hints)
+    if shown:
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], color=style.PUBLISHED_COLOUR, marker="D", markersize=3.5,
+                              markerfacecolor="white", linewidth=1, label="published"))
     if band:
         from matplotlib.patches import Patch
 
@@ -95,6 +112,18 @@ def _draw_ratios(ax, frame, failures: dict, varying: list[str]) -> None:
     if handles:
         ax.figure.legend(handles=handles, loc="outside lower center", frameon=False,
                          ncols=len(handles))
+    return shown
+
+
+def _draw_published(ax, y: float, low: float, high: float) -> None:
+    """A published ratio under the pair's own: its range as a black bar, a hollow diamond at
+    the middle (on the log scale)."""
+    y = y + 0.3
+    if high > low:
+        ax.plot([low, high], [y, y], color=style.PUBLISHED_COLOUR, linewidth=1,
+                solid_capstyle="butt")
+    ax.plot([math.sqrt(low * high)], [y], "D", color=style.PUBLISHED_COLOUR, markersize=3.5,
+            markerfacecolor="white")
 
 
 def equivalence_margin(frame) -> tuple[float, float] | None:

@@ -75,6 +75,28 @@ class Figure:
     narrow: bool = False  # half the page width is enough (small box plots)
 
 
+# A number a paper states, drawn beside ours: black, and named "published" in the legend.
+PUBLISHED_COLOUR = "#000000"
+
+
+def published_note(values: list[dict], shown: list[dict], paper: str | None) -> str:
+    """The caption's sentence on the numbers the paper states for this figure: those drawn,
+    with where they stand, or why none is (the paper states none, or for cells not shown)."""
+    from fwbench.analysis.claims import published
+
+    if paper is None:
+        return ""
+    if not values:
+        return (f" The paper ({paper}) states no number for this figure, so none is drawn "
+                "beside ours.")
+    said = "; ".join(f"{v['what']}: {published.text(v)} ({v['where']})"
+                     for v in dict((v["what"], v) for v in (shown or values)).values())
+    if not shown:
+        return (f" The paper ({paper}) states numbers for cells this figure does not show: "
+                f"{said}.")
+    return f" Black, marked published: what the paper ({paper}) states, {said}."
+
+
 def pair_label(row, varying: list[str]) -> str:
     """A short label for a pair naming only the axes that vary across the figure."""
     parts = [str(row["model"]), str(row["phase"])]

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from fwbench.analysis.claims import PAPERS, VERDICTS, evaluate_claim, load_claims, wording
+from fwbench.analysis.claims import (
+    PAPERS,
+    VERDICTS,
+    evaluate_claim,
+    load_claims,
+    published,
+    wording,
+)
 from fwbench.analysis.claims.florencio import TELEMETRY_LABELS, telemetry_absent
 from fwbench.analysis.claims.real_data import no_real_data
 from fwbench.report.figures import convergence, papers, speed, style
@@ -47,7 +54,7 @@ def claims_section(numbering: Numbering, data: Inputs) -> dict:
         counts[result["verdict"]] += 1
         hints[result["verdict"]] += bool(result["exploratory"])
         row = {**claim, **result, "verdict_class": result["verdict"].replace(" ", "-"),
-               "published_values": published_values(claim),
+               "published_values": published_values(claim, catalog["papers"]),
                "differences": " ".join([*result["notes"], claim["differences"]]).strip()}
         rows.append(row)
         per_verdict = per_paper.setdefault(claim["paper"], {v: [0, 0] for v in VERDICTS})
@@ -77,13 +84,12 @@ def claims_section(numbering: Numbering, data: Inputs) -> dict:
             "unjudged_table": unjudged_table, "unjudged_sentence": sentence}
 
 
-def published_values(claim: dict) -> list[dict]:
-    """The number a paper states, as the time ratio its words allow, with where it stands."""
-    if not claim.get("published_ratio"):
-        return []
-    low, high = claim["published_ratio"]
-    return [{"text": f"time ratio {wording.sig(low)}–{wording.sig(high)}",
-             "source": f"{claim['paper']} {claim['location']}, {claim['figure']}"}]
+def published_values(claim: dict, papers: dict) -> list[dict]:
+    """The numbers a paper states for a claim (a time ratio as the range its words allow),
+    each with where it stands (report/published.yaml)."""
+    return [{"text": ("time ratio " if v["quantity"] == "ratio" else f"{v['what']}: ")
+             + published.text(v), "source": published.source(v, papers)}
+            for v in claim.get("published_values", [])]
 
 
 def _unjudged_groups(rows: list[dict]) -> list[dict]:
@@ -108,9 +114,16 @@ PAPER_FIGURES = {
     "patel2023": ["patel_fig1", "patel_fig2", "patel_fig3", "patel_fig5"],
     "dai2022": [],
     "florencio2019": [f"florencio_fig{n}" for n in range(4, 14)],
-    "tian2020": ["tian_times", "tian_accuracy", "tian_confusion"],
+    "tian2020": ["tian_relative", "tian_times", "tian_accuracy", "tian_confusion"],
     "sumanjali2024": [],
 }
+
+
+def _published(paper: str, figures: list[int], quantity: str) -> dict:
+    """What a redrawn figure draws beside ours: the paper's short name and the numbers of
+    ``quantity`` it states with ``figures`` (report/published.yaml)."""
+    return {"paper": load_claims()["papers"][paper]["short"],
+            "published": published.for_figure(paper, figures, quantity)}
 
 
 def _preferred(trials: pd.DataFrame, select: dict) -> pd.DataFrame:
@@ -136,7 +149,8 @@ def _patel_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figu
         return speed.relative_time(
             comparisons, failures, folder, key=f"patel2023_fig{number}", title=title,
             source=f"patel2023 Fig. {number}", select={"phase": phase, "device": device},
-            absent=f"this run has no {phase} pair on {where} (it measured {devices})")
+            absent=f"this run has no {phase} pair on {where} (it measured {devices})",
+            **_published("patel2023", [number], "ratio"))
 
     infer = _preferred(trials, {"phase": "infer"})
     power = "power_w_mean"
@@ -180,8 +194,22 @@ def _florencio_figures(data: Inputs, folder: Path) -> dict[str, Figure]:
         out[f"florencio_fig{number}"] = papers.trial_boxplots(
             lenet, folder, key=f"florencio2019_fig{number}", title=title,
             select={"phase": phase}, source=f"florencio2019 Fig. {number}", absent=reason,
-            note=note, column=column, label=TELEMETRY_LABELS.get(column))
+            note=note, column=column, label=TELEMETRY_LABELS.get(column),
+            ours=_paired_p(data.tests, phase, column),
+            **_published("florencio2019", [number], "p"))
     return out
+
+
+def _paired_p(tests: pd.DataFrame, phase: str, column: str) -> list[float]:
+    """The p-values of florencio2019's paired Wilcoxon test as published, replicated on this
+    run's trials of ``phase`` and ``column`` (fwbench.analysis.paper_tests), one per pair."""
+    if tests.empty or not {"source", "variant", "phase", "metric", "p"} <= set(tests.columns):
+        return []
+    rows = tests[(tests["source"] == "florencio2019")
+                 & (tests["variant"] == "paired (as published)")
+                 & (tests["phase"].astype(str) == phase)
+                 & (tests["metric"].astype(str) == ("time" if column == "median_ns" else column))]
+    return [float(p) for p in rows["p"] if not wording.missing(p)]
 
 
 def _tian_figures(data: Inputs, folder: Path) -> dict[str, Figure]:
@@ -193,6 +221,7 @@ def _tian_figures(data: Inputs, folder: Path) -> dict[str, Figure]:
                                  {"experiment": "convergence"})
     chosen, which = _confusion_cell(confusion)
     return {
+        "tian_relative": _tian_relative(data, folder),
         "tian_times": convergence.epoch_times(
             summary, folder, key="tian2020_times", title="Training, inference and first-epoch "
             "times", source="tian2020 Figures 2–4 and 6–8", absent=absent,
@@ -203,11 +232,30 @@ def _tian_figures(data: Inputs, folder: Path) -> dict[str, Figure]:
         "tian_accuracy": convergence.accuracy_curves(
             of_ok_trials(data.epochs, data.trials), folder, key="tian2020_accuracy",
             title="Validation accuracy per epoch", source="tian2020 Figures 1 and 5",
-            absent=absent),
+            absent=absent, **_published("tian2020", [1, 5, 9], "accuracy")),
         "tian_confusion": convergence.confusion_matrices(
             chosen, folder, key="tian2020_confusion", title="Confusion matrix of the last "
             "epoch", which=which, absent=absent),
     }
+
+
+# tian2020's time figures whose ratios it states (ResNet18 Figures 2-3, VGG16 Figures 6-7).
+TIAN_RATIO_FIGURES = [2, 3, 6, 7]
+
+
+def _tian_relative(data: Inputs, folder: Path) -> Figure:
+    """tian2020's training and inference times as this run's time ratios, on the pairs of its
+    cells (ResNet18 at batch 64, VGG16 at batch 32), its stated ratios beside them."""
+    shown = _published("tian2020", TIAN_RATIO_FIGURES, "ratio")
+    comparisons = data.comparisons
+    keep = [bool(published.matching(shown["published"], row))
+            for _, row in comparisons.iterrows()]
+    return speed.relative_time(
+        comparisons[keep] if len(comparisons) else comparisons, {}, folder,
+        key="tian2020_ratios", title="Relative training and inference time",
+        source="tian2020 Figures 2–3 and 6–7", **shown,
+        absent="this run has no pair of the paper's cells (ResNet18 at batch 64, VGG16 at "
+               "batch 32; presets/tian2020-cpu.yaml measures ResNet18's)")
 
 
 def _confusion_cell(confusion: pd.DataFrame) -> tuple[pd.DataFrame, str]:
