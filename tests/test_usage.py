@@ -149,31 +149,60 @@ def test_the_report_shows_latency_percentiles_their_distribution_and_the_heatmap
     latency = visible(section(page, "tab-latency")).text
     assert "p50" in latency and "p99" in latency and "30 (3)" in latency
     assert "Latency distribution (infer)" in visible(section(page, "fig-latency_ecdf")).text
-    heatmap = visible(section(page, "fig-speedup_heatmap")).text
-    assert "TensorFlow's median time divided by PyTorch's per model and batch size" in heatmap
+    heatmap = visible(section(page, "fig-speedup_heatmap")).text   # PyTorch / TensorFlow time
+    assert "the time ratio per model and batch size" in heatmap
+    assert "orange where PyTorch is faster, blue where TensorFlow is" in heatmap
     for name in ("latency_ecdf.svg", "speedup_heatmap.svg"):
         assert (folder / "figures" / name).stat().st_size > 0
 
 
 def test_without_memory_or_latency_tables_the_report_says_why(tmp_path):
     page = html_only(report.load_inputs(write_run(tmp_path)), tmp_path)
-    text = visible(page).text
-    assert "No peak memory: the workflow passed no memory table (stats/memory.csv" in text
-    assert "No latency percentiles: the workflow passed no latency table" in text
-    assert "Peak memory against batch size. Not drawn: the workflow passed no memory table" in text
+    assert 'id="tab-memory"' not in page and 'id="fig-memory_vs_batch"' not in page
+    left_out = visible(section(page, "unmeasured-list")).text
+    assert ("Peak memory against batch size; peak memory: the workflow passed no memory table "
+            "(stats/memory.csv") in left_out
+    assert "latency percentiles: the workflow passed no latency table" in left_out
+    # The latency section stays for its distribution, drawn from the iterations.
+    assert "No latency percentiles: the workflow passed no latency table" in \
+        visible(section(page, "tab-latency")).text
 
 
-def test_the_heatmap_colours_pytorchs_speed_up_on_a_log_scale(tmp_path):
+def test_a_peak_constant_in_both_frameworks_is_reported_per_cell_not_tested(tmp_path):
+    inputs = write_run(tmp_path)
+    trials = pd.read_parquet(inputs["trials"])
+    trials["peak_rss_bytes"] = np.where(trials["status"] == "ok",
+                                        np.where(trials["framework"] == "pytorch", 900, 800)
+                                        * MIB * (1 + 0.0001 * trials["trial"]), np.nan)
+    for name, frame in (("memory", memory_summaries(trials)),
+                        ("memory_comparisons", memory_comparisons(trials))):
+        inputs[name] = str(tmp_path / f"{name}.csv")
+        frame.to_csv(inputs[name], index=False)
+    assert (pd.read_csv(inputs["memory_comparisons"])["verdict"] == "not_tested").all()
+    page = html_only(report.load_inputs(inputs), tmp_path)
+    assert "918" not in visible(section(page, "tab-memory")).text   # the median: 900 MiB
+    why = "in 7 of 7 pairs each framework's trials span less than 0.5 % of their median peak"
+    assert visible(section(page, "tab-memory-comparisons")).text.startswith(
+        f"No memory comparison: {why}")
+    assert f"PyTorch against TensorFlow in memory: {why}" in \
+        visible(section(page, "unmeasured-list")).text
+
+
+def test_the_heatmap_colours_the_time_ratio_on_a_log_scale(tmp_path):
+    import matplotlib.colors
     from matplotlib.figure import Figure as MplFigure
 
     from fwbench.report.figures.speed import _draw_heatmap
+    from fwbench.report.figures.style import FRAMEWORK_COLOURS
 
     pairs = pd.DataFrame({"pair_id": ["a", "b", "c"], "model": ["m1", "m1", "m2"],
                           "batch_size": [1, 8, 1], "ratio": [0.5, 2.0, None],
                           "verdict": ["pytorch_faster", "tensorflow_faster", None]})
     ax = MplFigure().add_subplot()
     image = _draw_heatmap(ax, pairs, ["m1", "m2"], np.log(4), {"c": "PyTorch oom in 3 trials"})
-    grid = image.get_array()
-    assert grid[0, 0] == pytest.approx(np.log(2)) and grid[0, 1] == pytest.approx(-np.log(2))
+    grid = image.get_array()   # log of PyTorch time / TensorFlow time: below 0, PyTorch faster
+    assert grid[0, 0] == pytest.approx(-np.log(2)) and grid[0, 1] == pytest.approx(np.log(2))
     assert grid.mask[1, 0] and grid.mask[1, 1]
-    assert [t.get_text() for t in ax.texts] == ["2.00", "0.50", "OOM"]
+    assert image.cmap(image.norm(-np.log(4))) == matplotlib.colors.to_rgba(
+        FRAMEWORK_COLOURS["pytorch"])
+    assert [t.get_text() for t in ax.texts] == ["0.50", "2.0", "OOM"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fwbench.analysis.claims import wording
-from fwbench.analysis.memory import METRICS
+from fwbench.analysis.memory import CONSTANT_SHARE_OF_MARGIN, METRICS
 from fwbench.report import formatting, tables
 from fwbench.report.figures import usage
 from fwbench.report.figures.style import Figure
@@ -17,32 +17,24 @@ from fwbench.report.inputs import Inputs
 def context(numbering: tables.Numbering, data: Inputs) -> dict:
     tested, untested = varying_comparisons(data)
     return {"table": memory_table(numbering, data),
-            "comparisons": memory_comparison_table(numbering, data, tested),
+            "comparisons": memory_comparison_table(numbering, data, tested, untested),
             "untested": untested}
 
 
-# A peak that moves less than this between trials (IQR over median, on both sides) is a value
-# to report, not a quantity to test: its interval has no width and any difference "decides".
-STEADY_SPREAD = 0.01
-
-
 def varying_comparisons(data: Inputs):
-    """The memory comparisons whose peak varies between trials, and why the others are left
-    untested ("" when none is)."""
-    frame, cells = data.memory_comparisons, data.memory
-    if frame.empty or cells.empty or not {"iqr_bytes", "median_bytes"} <= set(cells.columns):
+    """The memory comparisons the statistics tested (``varies``: the peak moves between trials;
+    fwbench.analysis.memory decides it), and why the others are left untested ("" when none
+    is)."""
+    frame = data.memory_comparisons
+    if frame.empty or "varies" not in frame:
         return frame, ""
-    spread = (cells["iqr_bytes"].astype(float) / cells["median_bytes"].astype(float))
-    varies = (cells.assign(_varies=spread >= STEADY_SPREAD)
-              .groupby(["pair_id", "metric"])["_varies"].any())
-    keep = [bool(varies.get((str(p), str(m)), True))
-            for p, m in zip(frame["pair_id"], frame["metric"])]
-    kept = frame[keep]
+    kept = frame[[wording.flag(v) for v in frame["varies"]]]
     if len(kept) == len(frame):
         return kept, ""
-    return kept, (f"in {len(frame) - len(kept)} of {len(frame)} pairs the peak varies by less "
-                  f"than {wording.percent(STEADY_SPREAD)} between trials (interquartile range "
-                  "over median) on both sides, so it is reported per cell and not tested")
+    share = CONSTANT_SHARE_OF_MARGIN * (float(frame["rope_high"].iloc[0]) - 1.0)
+    return kept, (f"in {len(frame) - len(kept)} of {len(frame)} pairs each framework's trials "
+                  f"span less than {fmt(share, 'level')} of their median peak, so those peaks are "
+                  "reported per cell and not tested")
 
 
 def figures(data: Inputs, folder: Path) -> dict[str, Figure]:
@@ -102,9 +94,10 @@ def memory_table(numbering: tables.Numbering, data: Inputs) -> dict:
                   legend=legend))
 
 
-def memory_comparison_table(numbering: tables.Numbering, data: Inputs, tested) -> dict:
+def memory_comparison_table(numbering: tables.Numbering, data: Inputs, tested,
+                            untested: str = "") -> dict:
     """Per matched pair and peak whose memory varies: PyTorch's median over TensorFlow's,
-    decided as time is."""
+    decided as time is; when none varies, ``untested`` says why the table is empty."""
     frame, notes = tables.sorted_rows(tested, ["metric"]), formatting.Notes()
     axes = tables.shown_axes(frame)
     rows = []
@@ -122,7 +115,8 @@ def memory_comparison_table(numbering: tables.Numbering, data: Inputs, tested) -
                "the log peaks at the Bonferroni level of its family (experiment, device, phase, "
                "peak), the exact Mann-Whitney p raw and adjusted, and the verdict against the "
                f"equivalence margin. {tables.constant(frame, wording.PAIR_AXES)}.")
-    why = data.problems.get("memory_comparisons", "no pair has a peak on both sides")
+    why = data.problems.get("memory_comparisons",
+                            untested or "no pair has a peak on both sides")
     return tables.table(numbering, "memory-comparisons", caption,
                         [tables.axis_header(a) for a in axes] + ["Peak", "Ratio", "Interval", "p",
                                                                  "p (Bonferroni)", "Verdict"],
