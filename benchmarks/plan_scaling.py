@@ -6,9 +6,9 @@ plans of about 1,000, 5,000 and 10,000 trials, and a no-op re-run of a finished 
 Each plan is the default config (two models, two phases, three trials) with as many batch
 sizes as it takes to reach the size, planned by Snakemake in a fresh process in a temporary
 folder. Time grows linearly when seconds per 1,000 trials stay flat across sizes. The no-op
-re-run fabricates the finished run instead of measuring it: every trial's result (a valid
-result file), provenance and telemetry files, then every host-side output, each newer than
-what it is made from; Snakemake must find nothing to do.
+re-run fabricates the finished run instead of measuring it: every cell's calibration and
+warm-up record, every trial's result (a valid result file), provenance and telemetry files, then
+every host-side output, each newer than what it is made from; Snakemake must find nothing to do.
 
 Beside each plan, Snakemake alone plans the same trial paths in the same way: one job per trial
 with a trial job's four outputs and log, and one rule over every result, but no fwbench code, no
@@ -112,6 +112,13 @@ def fabricate_finished_run(workdir: Path, plan: Plan) -> None:
         Path(workdir, path).write_text(text)
 
     write(plan.idle_path(), "{}")
+    for cell in filter(plan.calibrates, plan.cells()):  # calibrations, then their warm-ups
+        for suffix in ("json", "env.json", "telemetry.csv", "telemetry.json"):
+            write(plan.calibration_path(cell, suffix), "{}")
+    time.sleep(0.05)
+    for cell in filter(plan.calibrates, plan.cells()):
+        write(plan.warmup_path(cell), "{}")
+    time.sleep(0.05)
     stamp = "2026-01-01T00:00:00+00:00"
     for trial in plan.trials:
         settings = plan.trial_settings(trial)

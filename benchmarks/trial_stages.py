@@ -1,13 +1,14 @@
 """Where a trial's seconds go: one cell of the default config per framework, run through
 Snakemake as a user's run runs it, split into stages by the timeline each trial prints.
 
-    python benchmarks/trial_stages.py [--trials 3] [--model resnet18] [--phase train] [--batch 2]
+    python benchmarks/trial_stages.py [--trials 3] [--model resnet18] [--phase train] [--batch 4]
 
 The default config (config.yaml) narrowed to one model, phase and batch size, both frameworks,
 ``--trials`` trials each, runs with ``snakemake --cores 1`` in a temporary folder. Every trial's
 job log ends with its timeline (``fwbench.measure.trial.TIMELINE_PREFIX``): wall-clock stamps taken
 by the job's shell (bash's ``$EPOCHREALTIME``), the trial process, the measuring child and the
 harness's markers. A stage is the time between two stamps, so the stages add up to the trial.
+Each cell's calibration trial and warm-up job run before the first trial and are not counted.
 Snakemake's share is the gap from the previous trial's last stamp to this job's shell: the previous
 trial process's exit, Snakemake's bookkeeping and scheduling, and bash's start (the first job, after
 the idle baseline, has none). Each figure is the median over a framework's trials; the totals are
@@ -197,7 +198,7 @@ def print_table(table: dict, header: str) -> None:
     print(f"  goal: {BEYOND} <= {GOAL_S:g} s per trial")
 
 
-def main(trials: int = 3, model: str = "resnet18", phase: str = "train", batch: int = 2,
+def main(trials: int = 3, model: str = "resnet18", phase: str = "train", batch: int = 4,
          keep: Path | None = None) -> dict:
     config = stages_config(trials, model, phase, batch)
     load_before = os.getloadavg()[0]
@@ -221,7 +222,7 @@ if __name__ == "__main__":
     parser.add_argument("--trials", type=int, default=3, help="trials per framework (>= 2)")
     parser.add_argument("--model", default="resnet18", help="a model of config.yaml")
     parser.add_argument("--phase", default="train", choices=("train", "infer"))
-    parser.add_argument("--batch", type=int, default=2, help="batch size")
+    parser.add_argument("--batch", type=int, default=4, help="batch size")
     parser.add_argument("--keep", type=Path, help="run in this folder and keep it")
     args = parser.parse_args()
     if args.trials < 2:

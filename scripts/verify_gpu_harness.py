@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fwbench from this work tree
 
 from fwbench.measure import cuda_driver  # noqa: E402
-from fwbench.measure.harness import calibrate_sync, measure  # noqa: E402
+from fwbench.measure.harness import Schedule, calibrate_sync, measure  # noqa: E402
 from fwbench.measure.trial import run_trial  # noqa: E402
 from fwbench.plan import config as fwconfig  # noqa: E402
 from fwbench.plan.sweep import Plan  # noqa: E402
@@ -62,7 +62,7 @@ def known_kernel(torch) -> dict:
         torch.cuda._sleep(cycles)
 
     def median_ns(synchronize) -> float:
-        m = measure(step, synchronize, iterations=20, warmup_min=2, warmup_max=12)
+        m = measure(step, synchronize, Schedule(warmup=12, iterations=20))
         torch.cuda.synchronize()
         return statistics.median(m.iteration_ns)
 
@@ -107,7 +107,7 @@ def tensorflow_waits(tf) -> dict:
             return x
 
         def median_ns(synchronize) -> float:
-            m = measure(step, synchronize, iterations=20, warmup_min=2, warmup_max=12)
+            m = measure(step, synchronize, Schedule(warmup=12, iterations=20))
             tf.test.experimental.sync_devices()
             return statistics.median(m.iteration_ns)
 
@@ -133,6 +133,7 @@ def sweep_config(model: str, batch: int, frameworks: list[str]) -> dict:
         "phases": ["train", "infer"], "modes": ["eager", "compiled"],
         "precisions": ["fp32", "bf16", "fp16"], "trials": 1, "iterations": 30,
         "warmup": {"min": 10, "max": 50}, "blocks": {"count": 3, "size": 10},
+        "min_run_time_s": 0.5,
         "timeout_s": 600,
     })
 

@@ -76,19 +76,24 @@ def test_shards_are_what_distributed_sampler_gives():
 def test_rank_decisions_follow_the_slowest_rank():
     """The time budgets and the block size are decided on the maximum over ranks, so every
     rank steps equally often; each timed region is framed by a barrier."""
-    clock = iter(range(0, 10**9, 10))
+    now = [0]
     calls = []
+
+    def step():
+        calls.append("step")
+        now[0] += 10  # this rank's steps take 10 ns, the other rank's 30
+
     m = distributed.measure_ranks(
-        lambda: calls.append("step"), lambda: None, lambda: calls.append("barrier"),
-        lambda t: [t, 3 * t],
+        step, lambda: None, lambda: calls.append("barrier"), lambda t: [t, 3 * t],
         Schedule(warmup=3, iterations=1, min_run_time_s=100e-9, blocks=1, block_time_s=60e-9),
-        clock=lambda: next(clock))
-    # This rank's steps take 10 ns, the other's 30: 100 ns of the slowest rank is 4 steps,
-    # and a 60 ns block of the slowest rank's steps is 2 of them.
-    assert len(m.warmup_ns) == 3 and len(m.iteration_ns) == 4 and m.block_size == 2
-    assert all(slow == 3 * own for own, slow in m.iteration_ns)
-    assert calls.count("step") == 1 + 3 + 4 + 2
-    assert calls.count("barrier") == 5 + 1 + 3 + 4 + 1  # markers, then every timed region
+        clock=lambda: now[0])
+    # 100 ns of the slowest rank's steps is 4 of them; a 60 ns block of its steps, 20% to
+    # spare, is 3 (a pilot of 3 lasts 90 ns there).
+    assert len(m.warmup_ns) == 3 and len(m.iteration_ns) == 4 and m.block_size == 3
+    assert m.pilot_blocks == [[3, 90]]
+    assert all(slow == 3 * own for own, slow in m.iteration_ns + m.block_ns)
+    assert calls.count("step") == 1 + 3 + 4 + 3 + 3
+    assert calls.count("barrier") == 5 + 1 + 3 + 4 + 1 + 1  # markers, every timed region
     assert list(m.markers_ns) == ["cold_start", "warmup", "measure", "blocks", "end"]
 
 

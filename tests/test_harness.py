@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fwbench.errors import ConfigError
-from fwbench.measure.harness import Adaptive, Schedule, measure, median_halfwidth
+from fwbench.measure.harness import Adaptive, Schedule, measure, median_halfwidth, run
 
 
 class Recorder:
@@ -67,13 +67,32 @@ def test_blocks_last_their_block_time_and_go_on_for_their_budget():
     m = measure(rec.step, rec.synchronize,
                 Schedule(iterations=5, blocks=2, block_time_s=10e-6, blocks_run_time_s=50e-6),
                 clock=rec.clock)
-    # 10 µs blocks of 1 µs steps, chosen from the median single step; 50 µs of them.
-    assert m.block_size == 10 and m.block_ns == [10_000] * 5
+    # 10 µs blocks of 1 µs steps, 20% to spare, from the median single step; a pilot block of
+    # that size lasts them; 50 µs of blocks.
+    assert m.block_size == 12 and m.pilot_blocks == [[12, 12_000]]
+    assert m.block_ns == [12_000] * 5
     rec = Recorder(itertools.repeat(1000))
     m = measure(rec.step, rec.synchronize,
                 Schedule(blocks=7, block_time_s=10e-6, blocks_run_time_s=50e-6, block_min_size=20),
                 clock=rec.clock)
     assert m.block_size == 20 and len(m.block_ns) == 7  # at least 20 steps, at least 7 blocks
+
+
+def test_blocks_are_resized_when_steps_run_faster_back_to_back():
+    """Single synchronized steps of 5 µs, steps in a block 1 µs each (the host runs ahead):
+    blocks sized from the single steps would last 3 µs against 10 µs asked; the pilots grow
+    them until one lasts the 10 µs."""
+    now = [0]
+
+    def timed(steps):
+        start = now[0]
+        now[0] += 5000 if steps == 1 else 1000 * steps
+        return [now[0] - start]
+
+    m = run(timed, lambda: None, Schedule(iterations=3, blocks=2, block_time_s=10e-6),
+            clock=lambda: now[0])
+    assert [size for size, _ in m.pilot_blocks] == [3, 12]
+    assert m.block_size == 12 and all(t[0] >= 10_000 for t in m.block_ns)
 
 
 def test_markers_are_reported_in_phase_order():

@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 import fwbench.measure.telemetry as telemetry
-from fwbench.measure.harness import measure
+from fwbench.measure.harness import Schedule, measure
 from fwbench.measure.telemetry import (
     Sampler,
     TelemetryError,
@@ -127,7 +127,7 @@ def test_real_sampler_run_lines_up_with_the_harness_markers(tmp_path):
     before = time.perf_counter_ns()
     with Sampler(out, period_s=PERIOD_S) as sampler:
         sampler.watch(os.getpid())
-        m = measure(lambda: busy(0.02), lambda: None, iterations=25, warmup_min=2, warmup_max=4)
+        m = measure(lambda: busy(0.02), lambda: None, Schedule(warmup=4, iterations=25))
     after = time.perf_counter_ns()
 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["trial-0.telemetry.csv",

@@ -216,6 +216,7 @@ def _payload(records: list[dict], settings: dict, strategy: str, world_size: int
         "stop_reason": m["stop_reason"],
         "block_size": m["block_size"],
         "block_ns": slowest(m["block_ns"]),
+        "pilot_blocks": m["pilot_blocks"],
         "markers_ns": m["markers_ns"],
         "energy_mj": lead["energy_mj"],
         "settings_in_force": {**lead["settings_in_force"], "launcher": launcher,

@@ -238,6 +238,7 @@ def measure_trial(settings: dict) -> dict:
         "block_ns": m.block_ns,
         "markers_ns": m.markers_ns,
         "sync_ns": m.sync_ns,
+        "pilot_blocks": m.pilot_blocks,
         "energy_mj": energy or None,
         "settings_in_force": {**in_force, "compiled": backend.compiled},
         "versions": {**backend.versions(), **provenance.framework_runtime(cell.framework)},
