@@ -23,7 +23,8 @@ CPU_CORES = 2  # the development machine the CPU presets are sized for
 
 
 def readme_presets() -> dict[str, dict]:
-    """README.md's table of presets, by config path: its trials and its command."""
+    """README.md's table of presets, by config path: its trials, the calibration trials it
+    counts beside them ("72 (and 8 calibrations)"; None when it names none) and its command."""
     text = (REPO / "README.md").read_text()
     section = re.search(r"^## Presets[^\n]*\n(.*?)(?=^## )", text, re.MULTILINE | re.DOTALL)
     assert section, "README.md has no '## Presets' section"
@@ -32,7 +33,10 @@ def readme_presets() -> dict[str, dict]:
     for row in rows:
         cells = [cell.strip() for cell in row.strip("|").split("|")]
         path, trials, command = cells[0].strip("`"), cells[4], cells[-1].strip("`")
-        table[path] = {"trials": int(trials.replace(",", "")), "command": command}
+        counts = re.fullmatch(r"([\d,]+)(?: \(and ([\d,]+) calibrations\))?", trials)
+        assert counts, f"README.md's trials for {path} read {trials!r}"
+        table[path] = {"trials": int(counts.group(1).replace(",", "")), "command": command,
+                       "calibrations": counts.group(2) and int(counts.group(2).replace(",", ""))}
     return table
 
 
@@ -69,7 +73,10 @@ def test_the_readme_table_names_every_preset_and_the_default():
 
 def test_the_readme_table_gives_each_plans_trials():
     for path, row in readme_presets().items():
-        assert row["trials"] == len(_plan(REPO / path).trials), path
+        plan = _plan(REPO / path)
+        assert row["trials"] == len(plan.trials), path
+        if row["calibrations"] is not None:
+            assert row["calibrations"] == sum(map(plan.calibrates, plan.cells())), path
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
@@ -118,20 +125,21 @@ def test_a_cpu_preset_runs_on_the_cpu_of_a_2_core_machine(path: Path):
 
 
 def test_the_default_sweep_can_reach_a_verdict_in_every_family():
-    """The smallest exact p that min_trials_for_verdict against itself can reach is below each
-    family's Bonferroni level, and the sweep runs more trials than that, so a trial that drifts
-    or never settles can be left out and the verdict still stand (docs/statistics.md)."""
-    from math import comb
-
+    """Every family (the plan's ``statistics.family`` axes) holds more than one comparison, and
+    the trials, one pair to spare, let the exact sign-flip check of a comparison reach the
+    family's Bonferroni level (its smallest p is 2/2^n over n pairs: docs/statistics.md), above
+    the pairs a verdict needs; both models and both phases are measured."""
     config = load(REPO / "config.yaml")
-    statistics = config["statistics"]
-    least, alpha = statistics["min_trials_for_verdict"], 1 - statistics["confidence"]
+    statistics, plan = config["statistics"], Plan.from_config(config)
+    alpha = 1 - statistics["confidence"]
     families: dict[tuple, set] = {}
-    for cell in Plan.from_config(config).cells():
-        families.setdefault((cell.experiment, cell.device, cell.phase), set()).add(cell.pair_id)
+    for cell in plan.cells():
+        key = tuple(getattr(cell, axis) for axis in statistics["family"])
+        families.setdefault(key, set()).add(cell.pair_id)
     assert families and all(len(pairs) >= 2 for pairs in families.values())
+    spare = config["trials"] - 1
     for pairs in families.values():
-        assert 2 / comb(2 * least, least) < alpha / len(pairs)
-    assert config["trials"] >= least + 3
-    assert len({c.model for c in Plan.from_config(config).cells()}) >= 2
-    assert len(config["batch_sizes"]) >= 2 and set(config["phases"]) == {"train", "infer"}
+        assert 2 / 2**spare < alpha / len(pairs)
+    assert statistics["min_trials_for_verdict"] < config["trials"]
+    assert len({c.model for c in plan.cells()}) >= 2
+    assert set(config["phases"]) == {"train", "infer"}
