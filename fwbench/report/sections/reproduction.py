@@ -213,7 +213,8 @@ def _paired_p(tests: pd.DataFrame, phase: str, column: str) -> list[float]:
 
 
 def _tian_figures(data: Inputs, folder: Path) -> dict[str, Figure]:
-    """tian2020's figures from the convergence experiment, each left out with the reason."""
+    """tian2020's figures, each left out with the reason: its time ratios from the throughput
+    experiment's pairs, the rest from the convergence experiment."""
     absent = no_real_data(data.trials)
     summary = epoch_time_summary(data.trials)
     counts = span(summary["n"]) if len(summary) else "no"
