@@ -13,6 +13,7 @@ import pytest
 from fwbench.analysis.compare import compare_runs, slowdowns
 from fwbench.analysis.run_folder import load_run
 from fwbench.cli import main
+from fwbench.files import CSV_DIGITS
 from tests.reference_runs import copy_run, move_machine, slow_down, small_run
 
 PYTORCH, TENSORFLOW = "/pytorch/", "/tensorflow/"
@@ -64,6 +65,18 @@ def test_one_framework_made_30_percent_slower_is_found(runs, capsys):
     assert text.index("CPU model: AMD EPYC -> Intel Xeon") < text.index("B/A")
     assert "host: vm -> other" in text and "package numpy" in text
     assert errors.count("is slower in B by more than 10%") == 8
+    # the one CSV writer: every float at the stated precision, whatever the BLAS kernel gave
+    floats = [v for c in cells for v in c.values() if _is_float(v)]
+    assert floats and all(v == repr(float(f"{float(v):.{CSV_DIGITS}g}")) for v in floats)
+    assert any(len(v.lstrip("-0.").replace(".", "")) > 6 for v in floats)  # not rounded coarser
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return "." in text or "e" in text.lower()
 
 
 def test_fail_on_slowdown_needs_the_whole_interval_above_the_threshold(runs):

@@ -15,7 +15,7 @@ from pathlib import Path
 from fwbench import __version__
 from fwbench.analysis.claims.wording import fmt_duration, fmt_interval, missing, percent, sig
 from fwbench.analysis.compare import NOT_COMPARED, Comparison
-from fwbench.files import write_atomic
+from fwbench.files import write_atomic, write_csv
 from fwbench.report.render import REPORT_DIR
 
 __all__ = ["summary", "write_comparison", "page_context"]
@@ -110,17 +110,18 @@ def page_context(comparison: Comparison) -> dict:
 
 def write_comparison(comparison: Comparison, folder: str | Path) -> list[Path]:
     """compare.csv (every cell), environment.csv (what was compared of the two environments)
-    and compare.html in ``folder``, each written atomically."""
+    and compare.html in ``folder``, each written atomically, the CSVs at the one stated
+    precision (fwbench.files.write_csv)."""
     import jinja2
     import pandas as pd
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / "compare.csv", folder / "environment.csv", folder / "compare.html"]
-    write_atomic(paths[0], comparison.cells.to_csv(index=False))
-    write_atomic(paths[1], pd.DataFrame(comparison.environment,
-                                        columns=["section", "framework", "item", "a", "b",
-                                                 "differs"]).to_csv(index=False))
+    write_csv(comparison.cells, paths[0])
+    write_csv(pd.DataFrame(comparison.environment,
+                           columns=["section", "framework", "item", "a", "b", "differs"]),
+              paths[1])
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(REPORT_DIR / "templates"),
                                      autoescape=True, undefined=jinja2.StrictUndefined,
                                      lstrip_blocks=True, trim_blocks=True)
