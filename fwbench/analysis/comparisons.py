@@ -41,7 +41,6 @@ from fwbench.analysis.trial_quality import (
     adjacent,
     count_false,
     sensitive_trials,
-    usable,
 )
 
 __all__ = ["compare_samples", "compare_paired", "compare_pairs", "sensitivity_table",
@@ -136,19 +135,6 @@ def arm_arrays(per_trial: pd.DataFrame, columns: list[str]):
         if len(pt) and len(tf):
             yield (run, pair_id, {a: values[a][pt[0]] for a in axes},
                    {c: v[pt] for c, v in values.items()}, {c: v[tf] for c, v in values.items()})
-
-
-# The per-trial columns the older leave-out rule reads (``fwbench compare``).
-VERDICT_COLUMNS = ["trial_median_ns", "warmup_steady", "trial_drift"]
-
-
-def usable_arm(arm: dict) -> tuple[dict, int]:
-    """One framework's arm without its unsteady or drifting trials, and how many are left (all
-    of them are kept where none would be): the older leave-out rule, which ``fwbench compare``
-    applies; the comparisons here keep every ok trial."""
-    keep = usable(arm.get("warmup_steady", [None] * len(arm["trial"])),
-                  arm.get("trial_drift", [None] * len(arm["trial"])))
-    return ({c: v[keep] for c, v in arm.items()} if keep.any() else arm), int(keep.sum())
 
 
 def compare_paired(d, *, family_size: int = 1, confidence: float = 0.95, rope: float = 0.05,

@@ -8,8 +8,7 @@ trials out on their own outcome moves the ratio (the three slowest trials of a c
 ones left out). The classes are counted per framework and family, with Fisher's exact test of
 whether their rates differ between the frameworks (``quality_table``); the analysis without the
 classes the plan names (``statistics.sensitivity_leaves_out``) is a sensitivity analysis beside
-the primary one (``sensitive_trials``). ``usable`` and ``exploratory_reasons`` are the older rule
-that leaves such trials out, which ``fwbench compare`` still applies.
+the primary one (``sensitive_trials``).
 """
 
 from __future__ import annotations
@@ -33,30 +32,13 @@ def recorded_drift(trials: pd.DataFrame) -> pd.Series:
     return pd.Series(pd.NA, index=trials.index, dtype="boolean")
 
 
-def exploratory_reasons(n_pytorch: int, n_tensorflow: int, min_trials: int, *,
-                        unsteady: int = 0, drifting: int = 0) -> list[str]:
-    """Why a comparison's verdict is only a hint (empty: it may confirm). ``n_pytorch`` and
-    ``n_tensorflow`` count the trials it used; ``unsteady`` and ``drifting`` the trials it left
-    out, both frameworks together."""
+def exploratory_reasons(n_pytorch: int, n_tensorflow: int, min_trials: int) -> list[str]:
+    """Why a comparison of ``n_pytorch`` against ``n_tensorflow`` ok trials is only a hint
+    (empty: it may decide): fewer than ``min_trials`` on a side (``fwbench compare``)."""
     smaller = min(n_pytorch, n_tensorflow)
     if smaller >= min_trials:
         return []
-    reasons = [f"{smaller} usable trials on the smaller side, fewer than {min_trials}"]
-    if unsteady:
-        reasons.append(f"{_trials(unsteady)} left out that never reached a steady warm-up")
-    if drifting:
-        reasons.append(f"{_trials(drifting)} left out that drift within their timed iterations")
-    return reasons
-
-
-def _trials(n: int) -> str:
-    return f"{n} trial" if n == 1 else f"{n} trials"
-
-
-def usable(warmup_steady, drift) -> np.ndarray:
-    """Which trials can support a verdict: not known to be unsteady, not known to drift."""
-    return np.array([not (_known(s) and not bool(s)) and not (_known(d) and bool(d))
-                     for s, d in zip(warmup_steady, drift)], dtype=bool)
+    return [f"{smaller} trials on the smaller side, fewer than {min_trials}"]
 
 
 def _known(value) -> bool:
@@ -67,11 +49,6 @@ def _known(value) -> bool:
 def count_false(values) -> int:
     """How many values are False (None and NA, "not recorded", are not)."""
     return int(sum(1 for v in values if _known(v) and not bool(v)))
-
-
-def count_true(values) -> int:
-    """How many values are True (None and NA, "not recorded", are not)."""
-    return int(sum(1 for v in values if _known(v) and bool(v)))
 
 
 def adjacent(pytorch, tensorflow) -> np.ndarray:
