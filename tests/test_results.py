@@ -143,3 +143,29 @@ def test_pair_gaps_come_from_the_recorded_times_of_every_trial(tmp_path, tiny_co
     alone = collect_tables(_ran_in_order(plan, order, tmp_path)[:-1])["trials"]
     last = alone[alone["pair_id"] == plan.trials[6].cell.pair_id].sort_values("run_order").iloc[-1]
     assert not last["pair_adjacent"] and last["pair_gap_trials"] is pd.NA
+
+
+def test_a_merged_run_judges_each_origin_on_its_own(tmp_path, tiny_config):
+    """fwbench merge keeps each origin's trials under its own ``run`` (trials renumbered): two
+    machines that each ran the plan as planned, at the same time, measured every group together
+    and every pair back to back, although the other machine's trials started in between."""
+    from fwbench.analysis.tables import collect_tables
+    plan = Plan.from_config(validate({**tiny_config, "trials": 2}))
+    paths = []
+    for origin, offset, start_s in (("a", 0, 0), ("b", 2, 1)):   # b starts 1 s after each of a's
+        for slot, trial in enumerate(plan.trials):
+            outcome = Outcome("ok", "", {"iteration_ns": [1000, 1100], "warmup_ns": []}, 0)
+            result = make_result(plan.trial_settings(trial), outcome,
+                                 started_at=f"2026-01-01T00:{slot:02d}:{start_s:02d}+00:00",
+                                 ended_at=f"2026-01-01T00:{slot:02d}:{start_s + 8:02d}+00:00",
+                                 workflow={"git_commit": "abc", "git_dirty": False,
+                                           "session": f"{origin}:1:1"})
+            result.update(run=origin, trial=result["trial"] + offset)
+            path = tmp_path / origin / f"trial-{slot}.json"
+            write_json(result, path)
+            paths.append(str(path))
+    trials = collect_tables(paths)["trials"]
+    assert set(trials["run"]) == {"a", "b"} and len(trials) == 2 * len(plan.trials)
+    assert list(trials["run"].iloc[:4]) == ["a", "b", "a", "b"]   # interleaved in time
+    assert trials["measured_together"].all()
+    assert trials["pair_adjacent"].all() and (trials["pair_gap_trials"] == 0).all()

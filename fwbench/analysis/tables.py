@@ -193,7 +193,7 @@ def collect_tables(paths) -> dict:
     trials["ended_at"] = pd.to_datetime(trials["ended_at"])
     trials = trials.sort_values("started_at", kind="stable").reset_index(drop=True)
     trials["run_order"] = range(len(trials))
-    trials["measured_together"] = trials["pair_id"].map(_measured_together(trials))
+    trials["measured_together"] = _measured_together(trials)
     trials = trials.join(_pair_gaps(trials))
     head = [*_axes_columns(), "trial"]
     epochs = pd.DataFrame([row for r in results for row in _epoch_rows(r)],
@@ -205,32 +205,36 @@ def collect_tables(paths) -> dict:
             "epochs": epochs, "confusion": confusion}
 
 
-def _measured_together(trials) -> dict:
-    """Per cell group: were its trials run in one workflow session, in the planned order?
+def _measured_together(trials) -> list[bool]:
+    """Per trial row: did its cell group's trials run in one workflow session, in the planned
+    order? A merged run (fwbench merge) keeps each origin's trials under its own ``run``, so a
+    group is judged within each origin, never across machines.
 
     A partial rerun breaks this (one side re-measured later); the report lists such groups.
     """
     together = {}
-    for pair_id, group in trials.groupby("pair_id"):
+    for key, group in trials.groupby(["run", "pair_id"]):
         in_order = list(group["group_position"]) == sorted(group["group_position"])
-        together[pair_id] = in_order and group["session"].nunique(dropna=False) == 1
-    return together
+        together[key] = in_order and group["session"].nunique(dropna=False) == 1
+    return [together[key] for key in zip(trials["run"], trials["pair_id"])]
 
 
 def _pair_gaps(trials):
     """Per trial, how its pair (trial k of both frameworks of one cell) really ran, from the
-    recorded times of every trial of the run (``trials`` sorted by start, ``run_order`` set):
-    ``pair_gap_trials`` other trials started between the two members' starts, ``pair_gap_s``
-    seconds from the end of the first to the start of the second, ``pair_adjacent`` when no
-    other trial came between them. A trial without its partner: not adjacent, no gap."""
+    recorded times of every trial of its run (``trials`` sorted by start; in a merged run, of
+    its origin, the machine that ran it): ``pair_gap_trials`` other trials started between the
+    two members' starts, ``pair_gap_s`` seconds from the end of the first to the start of the
+    second, ``pair_adjacent`` when no other trial came between them. A trial without its
+    partner: not adjacent, no gap."""
     import pandas as pd
 
     adjacent, between, seconds = {}, {}, {}
-    for members in trials.groupby(["pair_id", "trial"], sort=False).indices.values():
+    order = trials.groupby("run", sort=False).cumcount().to_numpy()  # start order in its run
+    for members in trials.groupby(["run", "pair_id", "trial"], sort=False).indices.values():
         if len(members) != 2:
             continue
         first, second = sorted(members)  # positions in start order
-        gap = int(second - first - 1)
+        gap = int(order[second] - order[first] - 1)
         gap_s = (trials["started_at"].iat[second] - trials["ended_at"].iat[first]).total_seconds()
         for member in (first, second):
             adjacent[member], between[member], seconds[member] = gap == 0, gap, gap_s
