@@ -139,6 +139,7 @@ def test_the_report_shows_memory_per_cell_the_comparison_and_the_figure(usage_pa
     assert "918" in memory and "816" in memory   # PyTorch's and TensorFlow's medians, MiB
     comparisons = visible(section(page, "tab-memory-comparisons")).text
     assert "1.12" in comparisons and "p (Bonferroni)" in comparisons
+    assert "of its family (throughput/peak_rss_bytes: 7 comparisons" in comparisons
     figure = visible(section(page, "fig-memory_vs_batch")).text
     assert "ran out of memory in some trial" in figure
     assert (folder / "figures" / "memory_vs_batch.svg").stat().st_size > 0

@@ -110,11 +110,14 @@ def memory_comparison_table(numbering: tables.Numbering, data: Inputs, tested,
             formatting.cell_text(row, "p_adjusted", notes, "no test", wording.fmt_p),
             _memory_verdict(row, notes),
         ])
+    families, sizes = wording.unique(frame, "family"), wording.unique(frame, "family_size")
+    family = (f" ({wording.join(families)}: {wording.join(sizes)} comparisons, the peaks that "
+              "vary)" if families and sizes else "")
     caption = ("PyTorch's median peak memory over TensorFlow's per matched pair (above 1: "
                "PyTorch uses more), with the statistics of time: the Hodges-Lehmann interval of "
-               "the log peaks at the Bonferroni level of its family (experiment, device, phase, "
-               "peak), the exact Mann-Whitney p raw and adjusted, and the verdict against the "
-               f"equivalence margin. {tables.constant(frame, wording.PAIR_AXES)}.")
+               f"the log peaks at the Bonferroni level of its family{family}, the exact "
+               "Mann-Whitney p raw and adjusted, and the verdict against the equivalence margin. "
+               f"{tables.constant(frame, wording.PAIR_AXES)}.")
     why = data.problems.get("memory_comparisons",
                             untested or "no pair has a peak on both sides")
     return tables.table(numbering, "memory-comparisons", caption,
