@@ -58,7 +58,12 @@ rule summarise_results:
             category="Tables",
             subcategory="Time, memory and latency",
         ),
-        plan=f"{RESULTS}/stats/plan.csv",
+        plan=report(
+            f"{RESULTS}/stats/plan.csv",
+            caption="../report/captions/statistics.rst",
+            category="Tables",
+            subcategory="Time, memory and latency",
+        ),
     log:
         f"logs/{PLAN.run}/summarise_results.log",
     params:
