@@ -22,11 +22,9 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import os
 
 from fwbench import SOURCE_DIR
-from fwbench.errors import ResultError
 
 SCHEMA_PATH = SOURCE_DIR / "rules" / "schemas" / "warmup.schema.yaml"
 METHOD = ("changepoints (PELT, fwbench.analysis.steady_state) in the single steps of the cell's "
@@ -79,11 +77,7 @@ def warmup_steady(settings: dict) -> bool | None:
 
 def read_warmup(path: str | os.PathLike) -> dict:
     """The warm-up record ``fix_warmup`` made, checked against rules/schemas/warmup.schema.yaml."""
-    from fwbench.measure.results import check_schema, schema_validator
+    from fwbench.measure.results import check_schema, read_json, schema_validator
 
-    try:
-        with open(path) as f:
-            record = json.load(f)
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ResultError(f"cannot read the warm-up record {path}: {exc}") from exc
+    record = read_json(path, "the warm-up record")
     return check_schema(record, schema_validator(SCHEMA_PATH), str(path))

@@ -55,14 +55,18 @@ def validate_trial(data: dict, source: str = "trial result") -> dict:
     return check_schema(data, schema_validator(), source)
 
 
-def load_trial(path: str | os.PathLike) -> dict:
-    """Read and validate one trial result."""
+def read_json(path: str | os.PathLike, what: str) -> dict:
+    """A JSON file the workflow wrote, or one ResultError naming ``what`` and the file."""
     try:
         with open(path) as f:
-            data = json.load(f)
+            return json.load(f)
     except (OSError, json.JSONDecodeError) as exc:
-        raise ResultError(f"cannot read trial result {path}: {exc}") from exc
-    return validate_trial(data, str(path))
+        raise ResultError(f"cannot read {what} {path}: {exc}") from exc
+
+
+def load_trial(path: str | os.PathLike) -> dict:
+    """Read and validate one trial result."""
+    return validate_trial(read_json(path, "trial result"), str(path))
 
 
 # Payload fields every experiment reports; anything else an experiment adds goes to "details".
