@@ -1,4 +1,5 @@
-# Host side: figures and the paper, HTML and PDF from one template. Reads tables and stats only,
+# Host side: figures and the paper, HTML and PDF from one template, and the run's README (its
+# machine, load, dates and the claims it can judge). Reads tables and stats only,
 # and the version audit: its versions table (an input, so the report always has it) and any
 # diff-<other>.csv that `snakemake --cores 1 audit` left beside it (shown when present).
 # `snakemake --cores 1 --report` adds Snakemake's own report: the outputs marked report() in
@@ -48,6 +49,7 @@ rule build_report:
             labels={"figure": "{name}"},
         ),
         data=directory(f"{RESULTS}/report/data"),
+        readme=f"{RESULTS}/README.md",
     log:
         f"logs/{PLAN.run}/build_report.log",
     params:

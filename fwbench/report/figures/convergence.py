@@ -10,6 +10,7 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
+from fwbench.analysis.claims import published as paper_values
 from fwbench.report.figures import style
 
 # Axes that tell training results apart: a pair's, but the phase (always train).
@@ -35,12 +36,15 @@ def _time_unit(values_ns) -> tuple[str, float]:
 
 
 def epoch_times(summary, folder: Path, *, key: str, title: str, source=None, absent: str = "",
-                note: str = "") -> style.Figure:
+                note: str = "", published=(), paper: str | None = None) -> style.Figure:
     """tian2020's time bars: one panel per ``measure``, per cell each framework's median over
     trials, with the interval of that median as error bars.
 
     ``summary``: one row per cell, framework and measure, with ``median``, ``low`` and
     ``high`` in nanoseconds; its row order is the order of the bars. ``note`` ends the caption.
+    What the ``paper`` ``published`` for a cell is drawn beside it, black: a time ratio as text
+    above the cell's bars with ours (PyTorch / TensorFlow of the medians), a time as a hollow
+    diamond at its framework's bar.
     """
     if summary is None or summary.empty:
         return style.Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
@@ -49,28 +53,39 @@ def epoch_times(summary, folder: Path, *, key: str, title: str, source=None, abs
     cells = summary.drop_duplicates(axes)
     position = {tuple(map(str, r[axes])): i for i, (_, r) in enumerate(cells.iterrows())}
     measures = list(dict.fromkeys(summary["measure"]))
-    seen = set()
+    seen, shown = set(), []
     with rc_context(style.RC):
-        fig = style.new_figure(6.8, 2.6)
-        panels = fig.subplots(1, len(measures), squeeze=False)[0]
+        cols = 2 if len(measures) > 3 else len(measures)
+        rows = math.ceil(len(measures) / cols)
+        fig = style.new_figure(6.8, 0.4 + 2.2 * rows)
+        panels = fig.subplots(rows, cols, squeeze=False).ravel()
         for ax, measure in zip(panels, measures):
             part = summary[summary["measure"] == measure]
-            unit, scale = _time_unit(part["high"].tolist() + part["median"].tolist())
-            for framework, offset in (("pytorch", -0.2), ("tensorflow", 0.2)):
-                for _, row in part[part["framework"] == framework].iterrows():
-                    x = position[tuple(map(str, row[axes]))] + offset
-                    if style.missing(row["median"]):
-                        ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=6,
-                                color="#666666")
-                        continue
-                    median = float(row["median"]) / scale
-                    low, high = (float(row[c]) / scale if not style.missing(row[c]) else median
-                                 for c in ("low", "high"))
-                    ax.bar(x, median, width=0.4, color=style.FRAMEWORK_COLOURS[framework],
-                           yerr=[[median - low], [high - median]], capsize=2,
-                           error_kw={"linewidth": 0.8},
-                           label=None if framework in seen else style.FRAMEWORK_LABELS[framework])
-                    seen.add(framework)
+            beside = [paper_values.matching(_times(published), row)
+                      for _, row in part.iterrows()]
+            unit, scale = _time_unit(part["high"].tolist() + part["median"].tolist()
+                                     + [paper_values.bounds(v)[1] for b in beside for v in b])
+            for (_, row), values in zip(part.iterrows(), beside):
+                offset = -0.2 if row["framework"] == "pytorch" else 0.2
+                x = position[tuple(map(str, row[axes]))] + offset
+                for value in values:
+                    ax.plot([x], [paper_values.bounds(value)[0] / scale], "D", markersize=4,
+                            color=style.PUBLISHED_COLOUR, markerfacecolor="white", zorder=3)
+                    shown.append(value)
+                if style.missing(row["median"]):
+                    ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=6,
+                            color="#666666")
+                    continue
+                framework = str(row["framework"])
+                median = float(row["median"]) / scale
+                low, high = (float(row[c]) / scale if not style.missing(row[c]) else median
+                             for c in ("low", "high"))
+                ax.bar(x, median, width=0.4, color=style.FRAMEWORK_COLOURS[framework],
+                       yerr=[[median - low], [high - median]], capsize=2,
+                       error_kw={"linewidth": 0.8},
+                       label=None if framework in seen else style.FRAMEWORK_LABELS[framework])
+                seen.add(framework)
+            shown += _published_ratios(ax, part, axes, position, published)
             ax.set_xticks(range(len(position)),
                           [_training_label(r, varying) for _, r in cells.iterrows()],
                           rotation=30 if len(position) > 2 else 0,
@@ -79,14 +94,59 @@ def epoch_times(summary, folder: Path, *, key: str, title: str, source=None, abs
             ax.set_title(measure, fontsize=7)
             ax.grid(axis="y", color="#eeeeee", linewidth=0.5)
             ax.set_axisbelow(True)
-        fig.legend(loc="outside lower center", frameon=False, ncols=2)
+        for ax in panels[len(measures):]:
+            ax.set_visible(False)
+        legend = {label: handle for ax in panels
+                  for handle, label in zip(*ax.get_legend_handles_labels())}
+        if any(v["quantity"] == "duration" for v in shown):
+            from matplotlib.lines import Line2D
+
+            legend["published"] = Line2D([], [], color=style.PUBLISHED_COLOUR, marker="D",
+                                         markerfacecolor="white", linewidth=0, markersize=4)
+        fig.legend(legend.values(), legend.keys(), loc="outside lower center", frameon=False,
+                   ncols=len(legend))
         file = style.save(fig, folder, f"{key}.svg")
     fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(cells).items())
     caption = (f"{title}: per cell, the median over trials of each framework's "
                + "; ".join(measures) + f" ({fixed}). Error bars: the distribution-free interval "
                "of the median (order statistics; the range of the trials when there are too "
                f"few for 95 %). n/a: not measured. {note}").strip()
+    if any(v["quantity"] == "ratio" for v in shown):
+        caption += (" Above a cell's bars: this run's PyTorch / TensorFlow ratio of the medians "
+                    "and the ratio the paper states.")
+    caption += style.published_note(list(published), shown, paper)
     return style.Figure(key, title, caption, file=file, source=source)
+
+
+def _times(values) -> list[dict]:
+    """The published values a time bar stands beside: times, not ratios."""
+    return [v for v in values if v["quantity"] == "duration"]
+
+
+def _published_ratios(ax, part, axes: list[str], position: dict, values) -> list:
+    """Above each cell's bars in ``ax``: the time ratio the paper states for it, under this
+    run's (PyTorch / TensorFlow of the medians); returns the values written."""
+    ratios = [v for v in values if v["quantity"] == "ratio"]
+    cells = [(group, paper_values.matching(ratios, group.iloc[0]))
+             for _, group in part.groupby(axes, sort=False, dropna=False)]
+    written = []
+    for group, stated in cells:
+        if not stated:
+            continue
+        if not written:
+            low, high = ax.get_ylim()
+            ax.set_ylim(low, high + 0.45 * (high - low))  # room above the bars
+        medians = dict(zip(group["framework"].astype(str), group["median"]))
+        pt, tf = (medians.get(f) for f in ("pytorch", "tensorflow"))
+        ours = ("n/a" if style.missing(pt) or style.missing(tf) or not tf
+                else style.fmt(float(pt) / float(tf), "ratio"))
+        lines = [f"ours {ours}", *(f"published {paper_values.text(v)}" for v in stated)]
+        x = position[tuple(map(str, group.iloc[0][axes]))]
+        ax.text(x, 0.98, "\n".join(lines), transform=ax.get_xaxis_transform(), ha="center",
+                va="top", fontsize=5.5, color=style.PUBLISHED_COLOUR,
+                bbox={"facecolor": "white", "edgecolor": "#999999", "linewidth": 0.5})
+        written += stated
+    return written
 
 
 def accuracy_curves(epochs, folder: Path, *, key: str, title: str, source=None,
@@ -147,13 +207,11 @@ def accuracy_curves(epochs, folder: Path, *, key: str, title: str, source=None,
 
 def _published_accuracy(ax, values, cell: dict, label: str) -> list:
     """The published accuracies of ``cell`` (a line's) as black dotted levels, named."""
-    from fwbench.analysis.claims import published
-
-    shown = published.matching(values, cell)
+    shown = paper_values.matching(values, cell)
     for value in shown:
-        level = 100 * published.bounds(value)[0]
+        level = 100 * paper_values.bounds(value)[0]
         ax.axhline(level, color=style.PUBLISHED_COLOUR, linestyle=":", linewidth=0.9)
-        ax.annotate(f"published, {label}: {published.text(value)}", (0.02, level),
+        ax.annotate(f"published, {label}: {paper_values.text(value)}", (0.02, level),
                     xycoords=("axes fraction", "data"), xytext=(0, 2),
                     textcoords="offset points", fontsize=6, color=style.PUBLISHED_COLOUR)
     return shown
