@@ -1,8 +1,9 @@
-"""fwbench/measure/supervisor.py and worker.py: every way a trial ends becomes a status; the sweep
-goes on.
+"""fwbench/measure/supervisor.py and worker.py: every way a trial, or a rank of one, ends becomes
+a status; the sweep goes on.
 
 Each failure is provoked for real: a raised exception, os.abort(), an address-space limit hit by
-a real PyTorch trial, and a real trial that outlives its timeout.
+a real PyTorch trial, a real trial that outlives its timeout, a rank left waiting for one that
+failed.
 """
 
 import ctypes
@@ -16,7 +17,7 @@ import time
 import pytest
 
 from fwbench.errors import Unsupported
-from fwbench.measure.supervisor import supervise
+from fwbench.measure.supervisor import Child, supervise, supervise_group
 from fwbench.measure.worker import classify
 
 HERE = "tests.test_supervisor"
@@ -58,6 +59,18 @@ def converts(settings):
     return {"value": value, "tmp": tempfile.gettempdir(), "left": os.listdir(tempfile.gettempdir())}
 
 
+def rank(settings):
+    """One process of a group: ends as its settings say, after ``after`` seconds."""
+    time.sleep(settings.get("after", 0))
+    if settings["end"] == "raise":
+        raise ValueError(f"rank {settings['rank']} failed")
+    if settings["end"] == "abort":
+        os.abort()
+    if settings["end"] == "wait":
+        time.sleep(120)
+    return {"rank": settings["rank"], "variable": os.environ.get("RANK_VARIABLE")}
+
+
 def allocates(settings):
     """A real PyTorch allocation far above the address-space limit."""
     import torch
@@ -80,7 +93,7 @@ def test_ok_returns_the_payload():
 
 def test_exception_is_an_error_with_its_message():
     outcome = run("raises")
-    assert outcome.status == "error"
+    assert (outcome.status, outcome.returncode) == ("error", 1)
     assert outcome.message == "ValueError: the model diverged"
 
 
@@ -126,6 +139,30 @@ def test_address_space_limit_is_out_of_memory():
     # 64 GiB of float32 under a 6 GiB limit: the import fits, the allocation cannot.
     outcome = run("allocates", {"elements": 16 * 2**30}, memory_limit_mb=6144)
     assert outcome.status == "oom", outcome.message
+
+
+def _group(*ends, grace_s=0.5):
+    children = [Child(f"{HERE}:rank", {"rank": k, "end": end, "after": 0.3 * (end != "wait")},
+                      {"RANK_VARIABLE": str(k)}) for k, end in enumerate(ends)]
+    return supervise_group(children, grace_s=grace_s)
+
+
+def test_a_group_runs_every_process_with_its_own_settings_and_environment():
+    outcomes = _group("return", "return")
+    assert [o.status for o in outcomes] == ["ok", "ok"]
+    assert [o.payload for o in outcomes] == [{"rank": 0, "variable": "0"},
+                                             {"rank": 1, "variable": "1"}]
+    assert all(o.timeline_ns["child_started"] < o.timeline_ns["child_exited"] for o in outcomes)
+
+
+def test_every_way_a_rank_ends_is_a_status_and_the_waiting_ones_are_killed():
+    start = time.monotonic()
+    outcomes = _group("return", "raise", "abort", "wait")
+    assert [o.status for o in outcomes] == ["ok", "error", "crashed", "killed"]
+    assert outcomes[1].message == "ValueError: rank 1 failed"
+    assert "SIGABRT" in outcomes[2].message
+    assert "another process" in outcomes[3].message and outcomes[3].returncode < 0
+    assert time.monotonic() - start < 30  # the waiting rank did not sleep its 120 s
 
 
 @pytest.mark.parametrize("exc, status", [

@@ -1,11 +1,14 @@
-"""Run one function in a fresh, supervised child process and report how it ended.
+"""Run functions in fresh, supervised child processes and report how each ended.
 
-The parent imports no framework. It enforces the per-trial timeout and address-space limit, and
-turns every way a child can end (result, exception, signal, timeout) into a status, so a failed
-trial becomes a result row and the sweep goes on. If the parent loses its own parent (the run was
-killed), or is told to stop, it kills the child and writes nothing.
+One launcher for one process or many: a trial's child, and each rank process of a distributed
+trial (fwbench.measure.distributed), start, end and are classified by the same code. The parent
+imports no framework. It enforces the timeout and address-space limit, and turns every way a
+child can end (result, exception, signal, timeout, killed after another child of the group
+failed) into a status, so a failed trial becomes a result row and the sweep goes on. If the
+parent loses its own parent (the run was killed), or is told to stop, it kills the children and
+writes nothing.
 
-The child's temporary directory (``TMPDIR``) is the parent's own, removed when the child ends:
+Each child's temporary directory (``TMPDIR``) is the parent's own, removed when the child ends:
 the child skips the interpreter's teardown, and with it the clean-up that frameworks leave to
 ``atexit`` (TensorFlow's AutoGraph leaves one source file per converted function), so nothing
 piles up in /tmp over a sweep, and no trial finds what an earlier one cached there.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import json
+import math
 import os
 import resource
 import select
@@ -52,6 +56,16 @@ class Interrupted(Exception):
     """The supervisor was told to stop, or its parent died; nothing may be written."""
 
 
+@dataclass(frozen=True)
+class Child:
+    """One process to supervise: the function it calls ("module:function"), the JSON settings it
+    is called with, and what its environment adds."""
+
+    entry: str
+    settings: dict
+    env: dict[str, str] = field(default_factory=dict)
+
+
 def supervise(entry: str, settings: dict, *, timeout_s: float, memory_limit_mb: int | None,
               env: dict[str, str] | None = None,
               on_start: Callable[[int], None] | None = None) -> Outcome:
@@ -61,41 +75,77 @@ def supervise(entry: str, settings: dict, *, timeout_s: float, memory_limit_mb: 
 
     Usage::
 
-        outcome = supervise("fwbench.measure.trial:measure_trial", settings, timeout_s=600,
-                            memory_limit_mb=None)
+        outcome = supervise("fwbench.measure.throughput:run_throughput", settings,
+                            timeout_s=600, memory_limit_mb=None)
         outcome.status   # ok, oom, timeout, unsupported, error or crashed
     """
+    (outcome,) = supervise_group([Child(entry, settings, env or {})], timeout_s=timeout_s,
+                                 memory_limit_mb=memory_limit_mb, on_start=on_start)
+    return outcome
+
+
+def supervise_group(children: list[Child], *, timeout_s: float = math.inf,
+                    memory_limit_mb: int | None = None, grace_s: float = math.inf,
+                    on_start: Callable[[int], None] | None = None) -> list[Outcome]:
+    """Run ``children`` side by side; their outcomes, in order.
+
+    Once one has failed (ended with a non-zero code), the others get ``grace_s`` to finish (they
+    may be waiting in a collective for the one that is gone), then are killed: status
+    ``killed``. ``memory_limit_mb`` None keeps the limit this process has.
+    """
     with tempfile.TemporaryDirectory(prefix="fwbench-") as tmp:
-        settings_path, out_path = Path(tmp, "settings.json"), Path(tmp, "outcome.json")
-        settings_path.write_text(json.dumps(settings))
-        cmd = [sys.executable, "-m", "fwbench.measure.worker", entry, str(settings_path),
-               str(out_path)]
-        with subprocess.Popen(
-            cmd, env={**os.environ, **(env or {}), "TMPDIR": tmp}, stderr=subprocess.PIPE,
-            text=True, start_new_session=True, preexec_fn=lambda: _child_limits(memory_limit_mb),
-        ) as proc:
-            timeline = {"child_started": time.time_ns()}
-            tail = _tee_stderr(proc)
-            try:
+        procs, outs, timelines, tails = [], [], [], []
+        try:
+            for k, child in enumerate(children):
+                folder = Path(tmp, str(k)) if len(children) > 1 else Path(tmp)
+                folder.mkdir(exist_ok=True)
+                out = folder / "outcome.json"
+                procs.append(_start(child, folder, out, memory_limit_mb))
+                outs.append(out)
+                timelines.append({"child_started": time.time_ns()})
+                tails.append(_tee_stderr(procs[-1]))
                 if on_start:
-                    on_start(proc.pid)
-                returncode = _wait(proc, timeout_s)
-                timeline["child_exited"] = time.time_ns()
-            except BaseException:
+                    on_start(procs[-1].pid)
+            ends = _wait(procs, timeout_s, grace_s)
+            exited = time.time_ns()
+        finally:
+            for proc in procs:
                 _kill(proc)
-                raise
-            finally:
+            for tail in tails:
                 tail.thread.join(timeout=5)
-        if returncode is None:
-            return Outcome("timeout", f"trial exceeded timeout_s={timeout_s:g} s and was killed",
-                           {}, None, timeline)
-        if out_path.exists():
-            payload = json.loads(out_path.read_text())
-            timeline.update(payload.pop("timeline_ns", {}))
-            return Outcome(payload.pop("status"), payload.pop("message"), payload, returncode,
-                           timeline)
-        return Outcome("crashed", _crash_message(returncode, memory_limit_mb, tail.lines),
-                       {}, returncode, timeline)
+            for proc in procs:
+                proc.stderr.close()
+        return [_outcome(end, proc.returncode, out, tail.lines, timeout_s, memory_limit_mb,
+                         {**timeline, "child_exited": exited})
+                for end, proc, out, tail, timeline in zip(ends, procs, outs, tails, timelines)]
+
+
+def _start(child: Child, folder: Path, out: Path, memory_limit_mb: int | None):
+    settings_path = folder / "settings.json"
+    settings_path.write_text(json.dumps(child.settings))
+    cmd = [sys.executable, "-m", "fwbench.measure.worker", child.entry, str(settings_path),
+           str(out)]
+    return subprocess.Popen(
+        cmd, env={**os.environ, **child.env, "TMPDIR": str(folder)}, stderr=subprocess.PIPE,
+        text=True, start_new_session=True, preexec_fn=lambda: _child_limits(memory_limit_mb))
+
+
+def _outcome(end: str | None, returncode: int | None, out_path: Path, lines,
+             timeout_s: float, memory_limit_mb: int | None, timeline: dict) -> Outcome:
+    """How one child ended, from how the wait ended it (``_wait``) and what it wrote."""
+    if end == "timeout":
+        return Outcome("timeout", f"trial exceeded timeout_s={timeout_s:g} s and was killed",
+                       {}, None, timeline)
+    if out_path.exists():
+        payload = json.loads(out_path.read_text())
+        timeline.update(payload.pop("timeline_ns", {}))
+        return Outcome(payload.pop("status"), payload.pop("message"), payload, returncode,
+                       timeline)
+    if end == "killed":
+        return Outcome("killed", "killed after another process of the trial failed", {},
+                       returncode, timeline)
+    return Outcome("crashed", _crash_message(returncode, memory_limit_mb, lines), {},
+                   returncode, timeline)
 
 
 def _child_limits(memory_limit_mb: int | None) -> None:
@@ -106,41 +156,60 @@ def _child_limits(memory_limit_mb: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def _wait(proc: subprocess.Popen, timeout_s: float) -> int | None:
-    """The child's return code, or None after killing it at the timeout.
+def _wait(procs: list[subprocess.Popen], timeout_s: float, grace_s: float) -> list[str | None]:
+    """Wait for every child; per child, None when it ended by itself, else why it was killed
+    (``timeout``, or ``killed`` at the end of the grace after another one failed).
 
-    Woken by the child's exit itself where Linux offers a pid file descriptor (Popen.wait with a
-    timeout polls, up to 50 ms late); every POLL_S it checks the timeout and its own parent.
+    Woken by a child's exit itself where Linux offers pid file descriptors (Popen.wait with a
+    timeout polls, up to 50 ms late); every POLL_S it checks the deadlines and its own parent.
     """
     parent = os.getppid()
-    deadline = time.monotonic() + timeout_s
+    deadline, grace = time.monotonic() + timeout_s, math.inf
+    ends: list[str | None] = [None] * len(procs)
+    exited = _pidfds(procs)
     try:
-        exited = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        exited = None
-    try:
-        while True:
-            if exited is not None:
-                select.select([exited], [], [], POLL_S)
-            try:
-                return proc.wait(timeout=0 if exited is not None else POLL_S)
-            except subprocess.TimeoutExpired:
-                pass
+        while any(p.poll() is None for p in procs):
+            if exited:
+                select.select([fd for p, fd in zip(procs, exited) if p.returncode is None], [],
+                              [], POLL_S)
+            else:
+                time.sleep(POLL_S)
             if os.getppid() != parent:
                 raise Interrupted("the workflow that started this trial is gone")
-            if time.monotonic() > deadline:
-                _kill(proc)
-                return None
+            if grace == math.inf and any(p.poll() not in (None, 0) for p in procs):
+                grace = time.monotonic() + grace_s
+            now = time.monotonic()
+            if now > deadline or now > grace:
+                for k, proc in enumerate(procs):
+                    if proc.poll() is None:
+                        _kill(proc)
+                        ends[k] = "timeout" if now > deadline else "killed"
+        return ends
     finally:
-        if exited is not None:
-            os.close(exited)
+        for fd in exited:
+            os.close(fd)
+
+
+def _pidfds(procs: list[subprocess.Popen]) -> list[int]:
+    """A pid file descriptor per child, readable once it exits; none where Linux has none."""
+    fds: list[int] = []
+    try:
+        for proc in procs:
+            fds.append(os.pidfd_open(proc.pid))
+    except (AttributeError, OSError):
+        for fd in fds:
+            os.close(fd)
+        return []
+    return fds
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    """Kill a child that is still running, with its process group, and reap it."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     proc.wait()
 
 

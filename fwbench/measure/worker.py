@@ -2,9 +2,10 @@
 
 ``python -m fwbench.measure.worker module:function settings.json outcome.json``. Exceptions become a
 status (``oom`` when the framework ran out of memory, ``unsupported`` when the cell cannot run
-here, else ``error``); a crash writes nothing, and the supervisor reports it. The outcome
-carries the child's part of the trial's timeline (``timeline_ns``: when its Python started, when
-the entry's module was imported, and what the entry stamped itself).
+here, else ``error``), and the process exits with code 1, so the supervisor of a group (the ranks
+of a distributed trial) knows at once; a crash writes nothing, and the supervisor reports it. The
+outcome carries the child's part of the trial's timeline (``timeline_ns``: when its Python
+started, when the entry's module was imported, and what the entry stamped itself).
 
 Once the outcome is written the process ends at once (``os._exit``), without the interpreter's
 teardown: PyTorch's and TensorFlow's took 1.1 and 1.4 s of every trial (``make bench-trial``),
@@ -43,7 +44,8 @@ def classify(exc: BaseException) -> str:
     return "error"
 
 
-def main(entry: str, settings_path: str, out_path: str) -> None:
+def main(entry: str, settings_path: str, out_path: str) -> int:
+    """Call ``entry`` and write its outcome; the exit code: 0 when it returned, else 1."""
     module, function = entry.split(":")
     with open(settings_path) as f:
         settings = json.load(f)
@@ -59,6 +61,7 @@ def main(entry: str, settings_path: str, out_path: str) -> None:
         payload = {"status": classify(exc), "message": message[:2000]}
     payload["timeline_ns"] = {**timeline, **payload.get("timeline_ns", {})}
     _write_atomic(payload, out_path)
+    return 0 if payload["status"] == "ok" else 1
 
 
 def _write_atomic(payload: dict, path: str) -> None:
@@ -77,5 +80,4 @@ def exit_now(code: int = 0) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
-    exit_now()
+    exit_now(main(*sys.argv[1:]))
