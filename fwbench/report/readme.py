@@ -110,11 +110,14 @@ def judged(claims: list[dict]) -> str:
             status += ", exploratory"
         differs = "; ".join(claim.get("differs", []))
         lines.append(f"- {claim['id']}: {status}" + (f"; differs: {differs}" if differs else ""))
+    reasons = []
     for verdict in UNJUDGED:
         rows = [c for c in claims if c["verdict"] == verdict]
         if rows:
             per_paper = join(f"{p} {sum(c['paper'] == p for c in rows)}" for p in PAPERS
                              if any(c["paper"] == p for c in rows))
-            lines.append(f"\nIt cannot judge {len(rows)}, {verdict} ({per_paper}); "
-                         "report/data/claims.csv gives each one's reason.")
+            reasons.append(f"{len(rows)} {verdict} ({per_paper})")
+    if reasons:
+        lines.append(f"\nIt cannot judge the other {len(claims) - len(verdicts)}: "
+                     f"{join(reasons)}; report/data/claims.csv gives each one's reason.")
     return "\n".join(lines)

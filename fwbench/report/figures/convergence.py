@@ -106,7 +106,7 @@ def epoch_times(summary, folder: Path, *, key: str, title: str, source=None, abs
         fig.legend(legend.values(), legend.keys(), loc="outside lower center", frameon=False,
                    ncols=len(legend))
         file = style.save(fig, folder, f"{key}.svg")
-    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(cells).items())
+    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(cells, TRAINING_AXES).items())
     caption = (f"{title}: per cell, the median over trials of each framework's "
                + "; ".join(measures) + f" ({fixed}). Error bars: the distribution-free interval "
                "of the median (order statistics; the range of the trials when there are too "
