@@ -161,7 +161,8 @@ def _patel_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figu
         "patel_fig5": papers.metric_vs_batch(
             infer, folder, key="patel2023_fig5", title="GPU power against batch size",
             column=power, label=TELEMETRY_LABELS[power], select={}, source="patel2023 Fig. 5",
-            absent=(telemetry_absent(infer, power) if power not in infer or
+            absent=("this run has no inference trial" if infer.empty else
+                    telemetry_absent(infer, power) if power not in infer or
                     infer[power].notna().sum() == 0 else
                     "it needs inference trials at two batch sizes or more with a power value")),
     }
