@@ -24,15 +24,23 @@ resume: $(INSTALLED)
 	$(BIN)/python -m fwbench index
 	@echo "Report: results/default/report/report.html and report.pdf; every run: results/index.html"
 
-# Tables, statistics, figures and report of the shipped reference run, from its cell files alone.
-rebuild: $(INSTALLED)
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m fwbench rebuild results/reference
+# Tables, statistics, figures and report of every shipped run (a results/<run>/ folder with the
+# checksums of its rebuild, rebuild.sha256), each from its cell files alone, then the index of
+# runs; `make rebuild-<run>` rebuilds one.
+SHIPPED := $(patsubst results/%/rebuild.sha256,%,$(wildcard results/*/rebuild.sha256))
+.PHONY: $(SHIPPED:%=rebuild-%)
+rebuild: $(SHIPPED:%=rebuild-%)
 	$(BIN)/python -m fwbench index
-	@echo "Report: results/reference/report/report.html and report.pdf; every run: results/index.html"
+	@echo "Reports: results/<run>/report/report.html and report.pdf; every run: results/index.html"
 
-# The whole suite in worker processes, one per core up to 4 (each test stays in one process:
-# 8 min 54 s on 2 cores against 14 min 24 s in one process; its largest test holds ~10 GB).
-PYTEST := PATH=$(abspath $(BIN)):$$PATH $(BIN)/pytest -q --numprocesses auto --maxprocesses 4
+$(SHIPPED:%=rebuild-%): rebuild-%: $(INSTALLED)
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m fwbench rebuild results/$*
+
+# The whole suite in worker processes, one per core up to 4 (each test stays in one process;
+# its largest test holds ~10 GB). Tests of one xdist_group share a worker, and so a fixture: the
+# reference run rebuilt once (tests/conftest.py).
+PYTEST := PATH=$(abspath $(BIN)):$$PATH $(BIN)/pytest -q --numprocesses auto --maxprocesses 4 \
+	--dist loadgroup $(PYTEST_ARGS)
 
 test: $(INSTALLED) test-tools
 	$(PYTEST)

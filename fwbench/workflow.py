@@ -94,10 +94,11 @@ REBUILT = (*TABLES, "report/data/*.html", "report/figures/*.svg", "report/report
            "report/report.pdf")
 
 
-def manifest(run_dir: str | os.PathLike) -> dict[str, str]:
-    """Checksum of every file a rebuild of ``run_dir`` writes, by path within the run."""
+def manifest(run_dir: str | os.PathLike, patterns=REBUILT) -> dict[str, str]:
+    """Checksum of every file a rebuild of ``run_dir`` writes (those ``patterns`` match), by
+    path within the run."""
     run_dir = Path(run_dir)
-    files = sorted({p for pattern in REBUILT for p in run_dir.glob(pattern)})
+    files = sorted({p for pattern in patterns for p in run_dir.glob(pattern)})
     return {p.relative_to(run_dir).as_posix(): _sha256(p) for p in files}
 
 
@@ -114,14 +115,16 @@ def write_manifest(run_dir: str | os.PathLike) -> None:
     write_atomic(run_dir / MANIFEST, "".join(f"{d}  {p}\n" for p, d in digests.items()))
 
 
-def check_manifest(run_dir: str | os.PathLike) -> list[str]:
+def check_manifest(run_dir: str | os.PathLike, patterns=REBUILT) -> list[str]:
     """What differs between the rebuilt files and the run's recorded checksums (empty: none),
     one line per file; a table's line says where it first differs, when the run keeps its
-    recorded copy."""
+    recorded copy. ``patterns``: only the files they match, after a rebuild that stopped
+    before the report (the tables and statistics, a fraction of a full rebuild's time)."""
     run_dir = Path(run_dir)
-    recorded = dict(reversed(line.split("  ", 1)) for line in
-                    Path(run_dir, MANIFEST).read_text().splitlines() if line)
-    rebuilt = manifest(run_dir)
+    recorded = {path: digest for digest, path in (
+        line.split("  ", 1) for line in Path(run_dir, MANIFEST).read_text().splitlines() if line)
+        if _matches(path, patterns)}
+    rebuilt = manifest(run_dir, patterns)
     return ([f"{p}: differs{_where(run_dir, p, recorded[p])}" for p in recorded
              if p in rebuilt and rebuilt[p] != recorded[p]]
             + [f"{p}: not rebuilt" for p in recorded if p not in rebuilt]
@@ -156,7 +159,11 @@ def _where(run_dir: Path, path: str, digest: str) -> str:
 
 
 def _is_table(path: str) -> bool:
-    return any(PurePosixPath(path).match(pattern) for pattern in TABLES)
+    return _matches(path, TABLES)
+
+
+def _matches(path: str, patterns) -> bool:
+    return any(PurePosixPath(path).match(pattern) for pattern in patterns)
 
 
 def _cells(path: str | os.PathLike) -> tuple[list[str], list[list[str]]]:

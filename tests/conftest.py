@@ -1,4 +1,5 @@
-"""Shared fixtures: the repository, a tiny valid config, and a workflow runner."""
+"""Shared fixtures: the repository, a tiny valid config, a workflow runner, and the shipped
+reference run rebuilt once."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
+
+from tests.reference_runs import REFERENCE, copy_shipped, rebuild
 
 # Some tests hold both frameworks in one process (trial processes never do). PyTorch's compiler
 # stack, which torch.optim imports on first use, segfaults when it is first imported after
@@ -49,3 +53,28 @@ def snakemake(workdir: Path, *args: str, timeout: float = 600,
          str(workdir), *args],
         cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout, **kwargs,
     )
+
+
+# The tests that read the reference run rebuilt share one rebuild (a minute or two on 2 cores):
+# they are one xdist group, so `make test` (--dist loadgroup) runs them in one worker process.
+REBUILT_REFERENCE = "rebuilt_reference"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "xdist_group(name): tests that run in one worker process")
+
+
+class Rebuilt(NamedTuple):
+    run: Path                            # results/reference in a folder of its own
+    done: subprocess.CompletedProcess    # `fwbench rebuild results/reference --check`
+
+
+@pytest.fixture(scope="session")
+def rebuilt_reference(tmp_path_factory) -> Rebuilt:
+    """The shipped reference run rebuilt from its cell files and checked against its recorded
+    checksums under OpenBLAS's Haswell kernel (tests/test_rebuild.py the other kernel). Tests
+    that use it take the mark ``xdist_group(REBUILT_REFERENCE)`` and write nothing into the run
+    beside their own files."""
+    run = copy_shipped(REFERENCE, tmp_path_factory.mktemp("rebuilt"))
+    return Rebuilt(run, rebuild(run, "--check", OPENBLAS_CORETYPE="Haswell",
+                                OPENBLAS_VERBOSE="2"))

@@ -1,18 +1,45 @@
-"""Runs made from the shipped reference run's trial files, for the tests of the commands over
-several runs (compare, merge, index): copies of all or some of its cells, with one framework's
-times scaled or the machine renamed in the copy, measuring nothing."""
+"""The shipped runs, and runs made from the reference run's trial files for the tests of the
+commands over several runs (compare, merge, index): copies of all or some of its cells, with
+one framework's times scaled or the machine renamed in the copy, measuring nothing."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
-from pathlib import Path
+import subprocess
+import sys
+from pathlib import Path, PurePosixPath
 
 import yaml
 
-from tests.conftest import REPO
+from fwbench import SOURCE_DIR, workflow
 
-REFERENCE = REPO / "results" / "reference"
+RESULTS = SOURCE_DIR / "results"
+REFERENCE = RESULTS / "reference"
+# Every shipped run: a results/<run>/ folder that records the checksums of its rebuild. A run
+# added there is checked by tests/test_rebuild.py as it is, with no change to the tests.
+SHIPPED = sorted(p.parent for p in RESULTS.glob(f"*/{workflow.MANIFEST}"))
+# The folders a rebuild writes; everything else in a run folder ships with it.
+WRITTEN = {PurePosixPath(pattern).parts[0] for pattern in workflow.REBUILT}
+
+
+def copy_shipped(source: Path, root: Path) -> Path:
+    """The shipped run ``source`` copied to root/results/<its name>/ without what its rebuild
+    writes, so that a file the rebuild fails to write is missing rather than the shipped one."""
+    return Path(shutil.copytree(source, root / "results" / source.name, ignore=lambda folder,
+                                names: WRITTEN & set(names) if Path(folder) == source else ()))
+
+
+def rebuild(run: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """`fwbench rebuild` of ``run`` from its results/ folder, with ``env`` over this
+    environment and its interpreter's folder first on PATH."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           **env}
+    return subprocess.run([sys.executable, "-m", "fwbench", "rebuild", f"results/{run.name}",
+                           *args], cwd=run.parent.parent, env=env, capture_output=True, text=True,
+                          timeout=900)
+
 # The reference sweep's cell folders: cells/<experiment>/<device>/<framework>/<model>/<name>.
 CELLS = sorted(p.relative_to(REFERENCE) for p in REFERENCE.glob("cells/*/*/*/*/*"))
 

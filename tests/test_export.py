@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import types
@@ -14,27 +13,20 @@ import pytest
 
 import fwbench
 from fwbench.analysis.export import describe_column, dictionary, export_run
+from tests.conftest import REBUILT_REFERENCE
 
 REPO = Path(__file__).resolve().parent.parent
 FWBENCH = [sys.executable, "-m", "fwbench"]
 
 
-@pytest.fixture(scope="module")
-def reference_run(tmp_path_factory) -> Path:
-    """The shipped reference run, rebuilt (tables and stats, no experiment) in a tmp folder."""
-    root = tmp_path_factory.mktemp("export")
-    run_dir = root / "results" / "reference"
-    for part in ("cells", "environment", "config.yaml"):
-        source = REPO / "results" / "reference" / part
-        (shutil.copytree if source.is_dir() else shutil.copy2)(source, run_dir / part)
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
-    proc = subprocess.run([*FWBENCH, "rebuild", "results/reference"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert (run_dir / "stats" / "comparisons.csv").exists(), proc.stderr[-3000:]
-    return run_dir
+@pytest.fixture
+def reference_run(rebuilt_reference) -> Path:
+    """The shipped reference run, rebuilt (no experiment) in a folder of its own."""
+    return rebuilt_reference.run
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(REBUILT_REFERENCE)
 def test_export_writes_every_table_in_both_formats_with_its_dictionary(reference_run):
     proc = subprocess.run([*FWBENCH, "export", str(reference_run)], capture_output=True,
                           text=True)
@@ -69,6 +61,7 @@ def test_export_writes_every_table_in_both_formats_with_its_dictionary(reference
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(REBUILT_REFERENCE)
 def test_export_one_format_and_mlflow_absent(reference_run, tmp_path):
     pytest.importorskip("pyarrow")
     if subprocess.run([sys.executable, "-c", "import mlflow"]).returncode == 0:

@@ -1,8 +1,10 @@
-"""The shipped reference run rebuilds byte for byte: `fwbench rebuild results/reference --check`
-remakes its tables, statistics, figures, HTML and PDF from its cell files and compares each with
-the checksums recorded beside it (results/reference/rebuild.sha256), whichever kernel OpenBLAS
-picks for the processor. A refactoring that moves code must leave every one of them unchanged; a
-change that means to alter them records new checksums (`--record`) and says why in its commit."""
+"""Every shipped run rebuilds byte for byte: `fwbench rebuild results/<run> --check` remakes
+its tables, statistics, figures, HTML and PDF from its cell files and compares each with the
+checksums recorded beside it (results/<run>/rebuild.sha256). The reference run is checked in
+full, under both OpenBLAS kernels; every other shipped run by its tables and statistics, which
+hold every number of its report, so that `make test` keeps to its time as runs are added. A
+refactoring that moves code must leave every checksum unchanged; a change that means to alter
+them records new ones (`--record`) and says why in its commit."""
 
 from __future__ import annotations
 
@@ -17,35 +19,65 @@ import pytest
 
 from fwbench import SOURCE_DIR, workflow
 from fwbench.files import write_csv
+from tests.conftest import REBUILT_REFERENCE
+from tests.reference_runs import REFERENCE, SHIPPED, copy_shipped, rebuild
 
-REFERENCE = SOURCE_DIR / "results" / "reference"
-SHIPPED = ("cells", "environment", "config.yaml", "README.md", workflow.MANIFEST,
-           workflow.RECORDED)
+# What a rebuild writes before the report, and the first rule it can stop before.
+STATISTICS = ("tables/*.parquet", "stats/*.csv", "audit/*.csv")
+REPORT_RULE = "build_report"
 
 
-def _copy_reference(root: Path) -> Path:
-    run = root / "results" / "reference"
-    run.mkdir(parents=True)
-    for name in SHIPPED:
-        source = REFERENCE / name
-        (shutil.copytree if source.is_dir() else shutil.copy2)(source, run / name)
-    return run
+def _byte_identical(done: subprocess.CompletedProcess, kernel: str) -> None:
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "byte-identical to" in done.stderr
+    assert f"Core: {kernel}" in done.stderr  # OpenBLAS, loaded by the jobs, took the kernel
 
 
 # OpenBLAS kernels whose last bits differ (Haswell's uses fused multiply-add, Sandybridge's
 # does not): the KS p-values of the statistics went through them. Every x86-64 processor since
-# 2013 runs both.
+# 2013 runs both. The Haswell rebuild is the one the other tests of the rebuilt reference read.
 @pytest.mark.slow
-@pytest.mark.parametrize("kernel", ["Haswell", "Sandybridge"])
-def test_the_reference_run_rebuilds_byte_for_byte(tmp_path, kernel):
-    _copy_reference(tmp_path)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "OPENBLAS_CORETYPE": kernel, "OPENBLAS_VERBOSE": "2"}
-    done = subprocess.run([sys.executable, "-m", "fwbench", "rebuild", "results/reference",
-                           "--check"], cwd=tmp_path, env=env, capture_output=True, text=True)
+@pytest.mark.xdist_group(REBUILT_REFERENCE)
+def test_the_reference_run_rebuilds_byte_for_byte_measuring_nothing(rebuilt_reference):
+    run, done = rebuilt_reference
+    _byte_identical(done, "Haswell")
+    assert "run_trial" not in done.stderr and "measure_idle" not in done.stderr
+    trials = pd.read_parquet(run / "tables" / "trials.parquet")
+    assert len(trials) == len(list(run.glob("cells/**/trial-*[0-9].json"))) > 0
+    assert _cell_files(run) == _cell_files(REFERENCE)
+
+
+def _cell_files(run: Path) -> dict[str, bytes]:
+    return {p.relative_to(run).as_posix(): p.read_bytes() for p in run.rglob("cells/**/*")
+            if p.is_file()}
+
+
+@pytest.mark.slow
+def test_the_reference_run_rebuilds_byte_for_byte_under_the_other_kernel(tmp_path):
+    run = copy_shipped(REFERENCE, tmp_path)
+    _byte_identical(rebuild(run, "--check", OPENBLAS_CORETYPE="Sandybridge",
+                            OPENBLAS_VERBOSE="2"), "Sandybridge")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", [run for run in SHIPPED if run != REFERENCE],
+                         ids=lambda run: run.name)
+def test_every_other_shipped_run_rebuilds_its_statistics_byte_for_byte(tmp_path, source):
+    run = copy_shipped(source, tmp_path)
+    done = subprocess.run([sys.executable, "-m", "snakemake",
+                           *workflow.rebuild_arguments(run, SOURCE_DIR / "Snakefile"),
+                           "--omit-from", REPORT_RULE], capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{os.path.dirname(sys.executable)}"
+                                                     f"{os.pathsep}{os.environ['PATH']}"})
     assert done.returncode == 0, done.stderr[-4000:]
-    assert "byte-identical to" in done.stderr
-    assert f"Core: {kernel}" in done.stderr  # OpenBLAS, loaded by the jobs, took the kernel
+    assert not (run / "report").exists()
+    assert workflow.check_manifest(run, STATISTICS) == []
+
+
+def test_the_shipped_runs_are_the_run_folders_with_recorded_checksums():
+    assert REFERENCE in SHIPPED
+    for run in SHIPPED:
+        assert (run / workflow.RUN_CONFIG).is_file() and (run / "cells").is_dir(), run
 
 
 def test_floats_that_differ_in_their_last_bits_write_the_same_csv(tmp_path):
@@ -79,6 +111,18 @@ def test_check_names_every_file_that_differs(tmp_path):
         "stats/cells.csv: differs at row 1, column median_ns: recorded '1.5', rebuilt '1.25'",
         "report/figures/x.svg: not rebuilt",
         "tables/new.parquet: rebuilt but not recorded"]
+
+
+def test_a_check_of_the_statistics_alone_leaves_the_report_out(tmp_path):
+    run = tmp_path / "results" / "run"
+    _record(run, {"stats/cells.csv": "cell,median_ns\na,1.5\n", "report/report.html": "b"})
+    shutil.rmtree(run / "report")
+    assert workflow.check_manifest(run, STATISTICS) == []
+    (run / "stats/cells.csv").write_text("cell,median_ns\na,1.25\n")
+    (run / "stats/new.csv").write_text("x\n")
+    assert workflow.check_manifest(run, STATISTICS) == [
+        "stats/cells.csv: differs at row 1, column median_ns: recorded '1.5', rebuilt '1.25'",
+        "stats/new.csv: rebuilt but not recorded"]
 
 
 def test_a_changed_table_names_its_row_column_and_both_values(tmp_path):

@@ -2,35 +2,19 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, snakemake
-
-
-@pytest.fixture(scope="module")
-def reference_root(tmp_path_factory) -> Path:
-    """A folder holding the shipped reference run, rebuilt from its cell files (no experiment)."""
-    root = tmp_path_factory.mktemp("snakemake-report")
-    for part in ("cells", "environment", "config.yaml"):
-        source = REPO / "results" / "reference" / part
-        target = root / "results" / "reference" / part
-        (shutil.copytree if source.is_dir() else shutil.copy2)(source, target)
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-m", "fwbench", "rebuild", "results/reference"],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return root
+from tests.conftest import REBUILT_REFERENCE, snakemake
 
 
 @pytest.mark.slow
-def test_report_holds_the_figures_tables_and_paper_with_captions(reference_root):
-    run_dir = reference_root / "results" / "reference"
+@pytest.mark.xdist_group(REBUILT_REFERENCE)
+def test_report_holds_the_figures_tables_and_paper_with_captions(rebuilt_reference):
+    run_dir = rebuilt_reference.run
+    reference_root = run_dir.parent.parent
     proc = snakemake(reference_root, "--cores", "1", "--configfile", str(run_dir / "config.yaml"),
                      "--report", "report.zip")
     assert proc.returncode == 0, proc.stderr[-3000:]

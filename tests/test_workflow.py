@@ -16,6 +16,7 @@ import yaml
 
 from fwbench.plan.config import load, validate
 from tests.conftest import BIN, REPO, snakemake
+from tests.reference_runs import REFERENCE, copy_shipped, rebuild
 
 pytestmark = pytest.mark.slow
 
@@ -132,30 +133,12 @@ def test_kill_9_at_three_moments_then_resume_touches_no_finished_trial(tmp_path,
     assert len(trials) == 6 and trials["pair_adjacent"].all()
 
 
-REFERENCE = REPO / "results" / "reference"
-
-
-def _rebuild(run_dir: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run([str(BIN / "python"), "-m", "fwbench", "rebuild", str(run_dir)],
-                          env=env, capture_output=True, text=True, timeout=600)
-
-
-def test_the_shipped_reference_run_rebuilds_without_running_an_experiment(tmp_path):
-    run = tmp_path / "results" / "reference"
-    shutil.copytree(REFERENCE, run)
-    cells = {p: p.read_bytes() for p in run.rglob("cells/**/*") if p.is_file()}
-    done = _rebuild(run)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "run_trial" not in done.stderr and "measure_idle" not in done.stderr
-    trials = pd.read_parquet(run / "tables" / "trials.parquet")
-    assert len(trials) == len(_trial_files(tmp_path)) > 0 and (trials["status"] == "ok").all()
-    assert (run / "report" / "report.pdf").read_bytes().startswith(b"%PDF")
-    assert cells == {p: p.read_bytes() for p in cells}
-
-    # A missing cell file stops the rebuild; it is never measured again.
+def test_a_missing_cell_file_stops_a_rebuild_and_is_never_measured(tmp_path):
+    """A rebuild of a run that lacks a trial result stops; it never measures one. (That a
+    complete rebuild measures nothing and leaves every cell file as it was: test_rebuild.py.)"""
+    run = copy_shipped(REFERENCE, tmp_path)
     _trial_files(tmp_path)[0].unlink()
-    again = _rebuild(run)
+    again = rebuild(run)
     assert again.returncode != 0 and "run_trial" not in again.stderr
     assert "Missing input files" in again.stderr
 
