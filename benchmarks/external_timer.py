@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # fwbench from this work tree
 
-from fwbench.measure.trial import thread_environment  # noqa: E402
+from fwbench.measure.child import thread_environment  # noqa: E402
 from fwbench.plan.cells import Cell  # noqa: E402
 from fwbench.plan.config import load  # noqa: E402
 from fwbench.plan.sweep import Plan  # noqa: E402

@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fwbench from this work tree
 
 from fwbench.analysis.estimators import median_ci  # noqa: E402
+from fwbench.measure.child import thread_environment  # noqa: E402
 from fwbench.measure.harness import Schedule, measure  # noqa: E402
-from fwbench.measure.trial import thread_environment  # noqa: E402
 from fwbench.plan.cells import Cell  # noqa: E402
 
 GOAL = 1.01

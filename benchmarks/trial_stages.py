@@ -80,12 +80,9 @@ BEYOND_LESS_IMPORTS = "  the same, less the model build's imports"
 # Run with -X importtime in a fresh process: the modules a backend imports while it builds the
 # model (PyTorch's resnet18 imports torchvision there, and with it torch._dynamo).
 PROBE = """
-import json, os, sys
-from fwbench.plan.cells import Cell
-from fwbench.measure.trial import configure_backend, thread_environment
-settings = json.loads(sys.argv[1])
-os.environ.update(thread_environment(settings["threads"]))
-backend, _ = configure_backend(Cell.from_dict(settings["cell"]), settings)
+import json, sys
+from fwbench.measure.child import configure_backend, start
+backend, _ = configure_backend(start(json.loads(sys.argv[1])))
 print("fwbench-probe: load", file=sys.stderr, flush=True)
 backend.load()
 """

@@ -1,6 +1,7 @@
 """fwbench/measure/calibration.py and scripts/fix_warmup.py: a cell's warm-up, fixed from its
 calibration trial by the changepoint analysis, then read by each of its trials."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -10,7 +11,10 @@ from fwbench.analysis import steady_state
 from fwbench.errors import ResultError
 from fwbench.measure.calibration import fix_warmup, read_warmup, uncalibrated
 from fwbench.measure.results import write_json
+from fwbench.measure.settings import TrialSettings
 from fwbench.measure.trial import with_warmup
+from fwbench.plan.config import validate
+from fwbench.plan.sweep import Plan
 
 
 def _calibration(times, status="ok"):
@@ -67,17 +71,24 @@ def test_no_steady_state_and_a_failed_calibration_fall_back_to_the_maximum():
     assert "ended unsupported" in failed["reason"]
 
 
-def test_a_trial_reads_its_cells_record_and_without_one_takes_the_fallback(tmp_path):
-    settings = {"cell": {"experiment": "throughput"}, "warmup_max": 30}
+def _settings(tiny_config, **changes):
+    plan = Plan.from_config(validate({**tiny_config, "warmup": {"min": 0, "max": 30}, **changes}))
+    return TrialSettings.from_dict(plan.trial_settings(plan.trials[0]))
+
+
+def test_a_trial_reads_its_cells_record_and_without_one_takes_the_fallback(tmp_path,
+                                                                           tiny_config):
+    settings = _settings(tiny_config)
     path = tmp_path / "warmup.json"
     write_json(_fix(_warming_up(60)), path)
-    warmup = with_warmup(settings, path)["warmup"]
+    warmup = with_warmup(settings, path).warmup
     assert warmup["iterations"] == read_warmup(path)["iterations"] and warmup["steady"]
-    assert with_warmup(settings)["warmup"] == {k: uncalibrated(30)[k] for k in warmup}
-    assert with_warmup(settings, "")["warmup"]["iterations"] == 30  # `--warmup=`: none
+    assert with_warmup(settings).warmup == {k: uncalibrated(30)[k] for k in warmup}
+    assert with_warmup(settings, "").warmup["iterations"] == 30  # `--warmup=`: none
     # A calibration warms up nothing of its own; a real-data trial times whole runs.
-    assert "warmup" not in with_warmup({**settings, "calibration": True}, path)
-    assert "warmup" not in with_warmup({**settings, "cell": {"experiment": "epoch"}}, path)
+    assert with_warmup(dataclasses.replace(settings, calibration=True), path).warmup is None
+    epoch = _settings(tiny_config, experiment="epoch", phases=["train"])
+    assert with_warmup(epoch, path).warmup is None
 
 
 def test_a_malformed_record_is_refused_naming_the_field(tmp_path):

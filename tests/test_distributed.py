@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import math
+import time
 
 import numpy as np
 import pandas as pd
@@ -22,24 +23,26 @@ from fwbench.measure import distributed
 from fwbench.measure.frameworks.base import STEP_SCOPES
 from fwbench.measure.harness import Schedule
 from fwbench.plan import strategies
+from fwbench.plan.config import validate
 from fwbench.plan.models import synthetic_batch
-from tests.conftest import REPO
+from fwbench.plan.sweep import Plan
+from tests.conftest import REPO, TINY_CONFIG
 
 BATCH = 3  # per rank; odd, so a wrong shard or a wrong average cannot cancel out
 WORLD = 2
 
 
 def settings(framework: str, strategy: str = "multi_process", world_size: int = WORLD, **cell):
-    return {
-        "cell": {"experiment": "distributed", "device": "cpu", "framework": framework,
-                 "model": "lenet5", "phase": "train", "batch_size": BATCH,
-                 "input_shape": [1, 28, 28], "precision": "fp32", "mode": "idiomatic",
-                 "profile": "matched", "num_classes": 10, "strategy": strategy,
-                 "world_size": world_size, **cell},
-        "threads": 1, "seed": 0, "iterations": 3, "min_run_time_s": 0, "warmup_min": 1,
-        "warmup_max": 2, "warmup": {"iterations": 2, "steady": None}, "blocks": 1,
-        "blocks_run_time_s": 0, "block_time_s": 0, "block_min_size": 2, "adaptive": None,
-    }
+    """A distributed trial's settings, as the plan writes them, with the warm-up it takes."""
+    config = validate({**TINY_CONFIG, "experiment": "distributed", "frameworks": [framework],
+                       "phases": ["train"], "batch_sizes": [BATCH], "iterations": 3,
+                       "warmup": {"min": 1, "max": 2, "calibration_s": 0},
+                       "blocks": {"count": 1, "size": 2, "min_time_s": 0, "run_time_s": 0},
+                       "distributed": {"strategies": [strategy], "world_sizes": [world_size]}})
+    plan = Plan.from_config(config)
+    params = plan.trial_settings(plan.trials[0])
+    return {**params, "cell": {**params["cell"], **cell},
+            "warmup": {"iterations": 2, "steady": None}}
 
 
 # --- framework-free ------------------------------------------------------------------------
@@ -182,11 +185,27 @@ def test_framework_modules_are_mirror_images():
         [n for n in tf_top if not n.startswith("_")]
 
 
-def test_a_failing_rank_fails_the_trial_with_its_message():
-    bad = settings("pytorch")
-    del bad["threads"]  # every rank fails before importing the framework
-    with pytest.raises(BackendError, match=r"rank 0 of 2: KeyError: 'threads'"):
-        distributed.run_distributed(bad)
+def diverges_or_waits(job):
+    """A rank entry: rank 1 fails, rank 0 waits for it, as in a collective, until killed."""
+    if job["rank"] == 1:
+        raise ValueError("the loss diverged")
+    time.sleep(120)
+
+
+def test_a_failing_rank_fails_the_trial_with_its_message_and_the_others_are_killed(monkeypatch):
+    # The ranks run through the trial's own launcher: rank 1's error is the trial's; rank 0,
+    # waiting for it, is killed after the grace and named last.
+    monkeypatch.setattr(distributed, "RANK_ENTRY", "tests.test_distributed:diverges_or_waits")
+    monkeypatch.setattr(distributed, "RANK_GRACE_S", 0.5)
+    start = time.monotonic()
+    with pytest.raises(BackendError, match=r"^rank 1 of 2: ValueError: the loss diverged$"):
+        distributed.run_distributed(settings("pytorch"))
+    assert time.monotonic() - start < 60
+
+
+def test_a_rank_that_cannot_run_makes_the_trial_unsupported_with_its_reason():
+    with pytest.raises(Unsupported, match="fp16 mixed precision needs a GPU"):
+        distributed.run_distributed(settings("pytorch", precision="fp16"))
 
 
 # --- real distributed runs on the CPU --------------------------------------------------------

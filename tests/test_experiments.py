@@ -13,7 +13,10 @@ from fwbench.measure import data as D, experiments as E
 from fwbench.measure.frameworks.base import STEP_SCOPES
 from fwbench.measure.supervisor import supervise
 from fwbench.plan.cells import MODES, Cell
+from fwbench.plan.config import validate
 from fwbench.plan.models import OPTIMIZERS
+from fwbench.plan.sweep import Plan
+from tests.conftest import TINY_CONFIG
 
 # Largest relative difference between the two frameworks' losses over the first 10 steps from
 # identical weights and batches (LeNet-5, batch 20, weight decay on). Measured on this CPU:
@@ -28,8 +31,12 @@ def _cell(framework, experiment="convergence", *, model="lenet5", shape=(1, 28, 
 
 
 def _settings(cell, data, iterations=2):
-    return {"cell": cell.to_dict(), "threads": 1, "seed": 0, "iterations": iterations,
-            "trial": 1, "gpu_uuids": [], "data": data}
+    """A real-data trial's settings, as the plan writes them, for ``cell`` and ``data``."""
+    plan = Plan.from_config(validate({**TINY_CONFIG, "experiment": cell.experiment,
+                                      "phases": ["train"], "iterations": iterations}))
+    params = plan.trial_settings(plan.trials[0])
+    return {**params, "cell": cell.to_dict(), "cell_id": cell.id, "pair_id": cell.pair_id,
+            "threads": 1, "data": data}
 
 
 def _run(entry, settings, timeout_s=240):
@@ -205,15 +212,15 @@ def test_a_cell_that_does_not_fit_the_data_is_unsupported(mnist_files):
 
 def test_data_settings_name_a_bad_key_or_value():
     cell = _cell("pytorch")
-    assert E.data_settings({}, cell)["dataset"] == "mnist"  # from the input shape
+    assert E.data_settings(None, cell)["dataset"] == "mnist"  # from the input shape
     with pytest.raises(Exception, match="unknown key"):
-        E.data_settings({"data": {"epochz": 3}}, cell)
+        E.data_settings({"epochz": 3}, cell)
     # The cell's optimizer, never the run's list of them.
-    assert E.data_settings({"data": {"optimizer": ["adam", "sgd"]}}, cell)["optimizer"] == "sgd"
+    assert E.data_settings({"optimizer": ["adam", "sgd"]}, cell)["optimizer"] == "sgd"
     with pytest.raises(Exception, match="optimizer must be one of"):
-        E.data_settings({"data": {"optimizer": "sgd"}}, _cell("pytorch", optimizer="rmsprop"))
+        E.data_settings({"optimizer": "sgd"}, _cell("pytorch", optimizer="rmsprop"))
     with pytest.raises(Exception, match="target_accuracy"):
-        E.data_settings({"data": {"target_accuracy": 93}}, cell)
+        E.data_settings({"target_accuracy": 93}, cell)
     r = E.recipe({**E.DATA_DEFAULTS, "optimizer": "sgd", "learning_rate": 0.1, "momentum": 0.0})
     assert (r["name"], r["learning_rate"], r["momentum"]) == ("sgd", 0.1, 0.0)
     assert E.learning_rate_at(0, 4, 0.1, "cosine") == 0.1

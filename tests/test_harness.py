@@ -130,20 +130,6 @@ def test_cold_start_is_kept_apart_and_the_warmup_is_the_count_given():
         <= m.markers_ns["end"]
 
 
-SETTINGS = {"iterations": 30, "min_run_time_s": 0.5, "warmup_min": 10, "warmup_max": 100,
-            "calibration_s": 3, "blocks": 5, "blocks_run_time_s": 1.0, "block_time_s": 0.1,
-            "block_min_size": 1, "adaptive": None}
-
-
-def test_a_trial_warms_up_its_cells_fixed_count_and_a_calibration_times_single_steps_only():
-    trial = Schedule.from_settings({**SETTINGS, "warmup": {"iterations": 37, "steady": True}})
-    assert (trial.warmup, trial.iterations, trial.min_run_time_s) == (37, 30, 0.5)
-    assert (trial.blocks, trial.blocks_run_time_s, trial.block_time_s) == (5, 1.0, 0.1)
-    calibration = Schedule.from_settings({**SETTINGS, "calibration": True})
-    # At least twice warmup.max single steps, so a warm-up that long leaves as long to see.
-    assert calibration == Schedule(iterations=200, min_run_time_s=3)
-
-
 @pytest.mark.parametrize("field, value", [("warmup", -1), ("iterations", 0),
                                           ("min_run_time_s", -0.5), ("block_min_size", 1.5)])
 def test_a_bad_schedule_is_refused_naming_its_field(field, value):

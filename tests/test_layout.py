@@ -32,10 +32,11 @@ def _resolve(name: str) -> str | None:
     return name or None
 
 
-def imports(module: str) -> set[str]:
-    """Every fwbench module ``module`` imports, at its top or inside a function."""
+def imports(module: str, text: str | None = None) -> set[str]:
+    """Every fwbench module ``module`` imports (its file, or ``text``), at its top or inside a
+    function."""
     found = set()
-    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+    for node in ast.walk(ast.parse(MODULES[module].read_text() if text is None else text)):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -119,6 +120,27 @@ def test_the_checks_catch_a_cycle_and_an_import_against_the_flow():
     assert against_the_flow(graph) == [
         "fwbench.plan.a (plan) imports fwbench.measure.b (measure)",
         "fwbench.analysis.c (analysis) imports fwbench.report.d (report)"]
+
+
+# A trial's parent side: the command line starts it; every experiment imports what it shares with
+# the others from below it (fwbench.measure.child), never from the parent, lazily or not.
+TRIAL = "fwbench.measure.trial"
+
+
+def importers(graph: dict[str, set[str]], target: str) -> list[str]:
+    return sorted(m for m, targets in graph.items() if target in targets)
+
+
+def test_only_the_command_line_imports_the_trials_parent():
+    assert importers(GRAPH, TRIAL) == ["fwbench.cli"]
+
+
+def test_the_check_sees_a_lazy_import_back_into_the_trials_parent():
+    experiments = "fwbench.measure.experiments"
+    planted = MODULES[experiments].read_text() + (
+        "\n\ndef _planted():\n    from fwbench.measure.trial import run_trial\n")
+    graph = {**GRAPH, experiments: imports(experiments, planted)}
+    assert importers(graph, TRIAL) == ["fwbench.cli", experiments]
 
 
 FRAMEWORKS = {"torch", "torchvision", "tensorflow", "keras", "tf_keras"}

@@ -13,6 +13,7 @@ from fwbench.errors import ResultError
 from fwbench.measure import profiling
 from fwbench.measure.profiling import HOST, Span, Trace, breakdown, classify
 from fwbench.measure.results import load_trial
+from fwbench.measure.settings import TrialSettings
 from fwbench.plan.config import validate
 from fwbench.plan.sweep import Plan
 
@@ -160,9 +161,11 @@ def test_tensorflow_space_reader_keeps_stream_lines_and_reads_op_types():
 
 # --- one real profiled run per framework ------------------------------------------------------
 
-def _settings(tiny_config, framework):
+def _settings(tiny_config, framework, **cell):
     plan = Plan.from_config(validate({**tiny_config, "frameworks": [framework]}))
-    return {**plan.trial_settings(plan.trials[0]), "profile_steps": 3}
+    params = plan.trial_settings(plan.trials[0])
+    return TrialSettings.from_dict({**params, "cell": {**params["cell"], **cell},
+                                    "profile_steps": 3})
 
 
 @pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
@@ -188,8 +191,7 @@ def test_a_real_profile_is_written_and_read_back_but_never_as_a_trial(
 
 
 def test_an_unsupported_ablation_cell_is_a_profile_with_its_reason(tmp_path, tiny_config):
-    settings = _settings(tiny_config, "pytorch")
-    settings["cell"] = {**settings["cell"], "profile": "defaults+tf32"}
+    settings = _settings(tiny_config, "pytorch", profile="defaults+tf32")
     result = profiling.run_profile(settings, tmp_path / "profile.json")
     assert result["status"] == "unsupported" and "TF32" in result["message"]
     table = profiling.collect_profiles([tmp_path / "profile.json"])

@@ -1,5 +1,8 @@
-"""A real trial of each framework on the CPU: result file, thread settings, unsupported inputs."""
+"""A real trial of each framework on the CPU: result file, thread settings, unsupported inputs;
+and the contract between a trial's parent and child: its settings, its payload, its entries."""
 
+import dataclasses
+import importlib
 import json
 import subprocess
 import sys
@@ -8,9 +11,14 @@ import time
 import pandas as pd
 import pytest
 
+from fwbench.errors import ConfigError, ResultError
+from fwbench.measure.child import ENTRIES
+from fwbench.measure.harness import Schedule
 from fwbench.measure.results import load_trial
+from fwbench.measure.settings import TrialPayload, TrialSettings
 from fwbench.measure.trial import TIMELINE_PREFIX, run_trial
-from fwbench.plan.config import validate
+from fwbench.plan import ablation
+from fwbench.plan.config import load_schema, validate
 from fwbench.plan.sweep import Plan
 
 FRAMEWORKS = ["pytorch", "tensorflow"]
@@ -20,6 +28,85 @@ def _settings(tiny_config, framework, **changes):
     plan = Plan.from_config(validate({**tiny_config, "frameworks": [framework], **changes}))
     return plan.trial_settings(plan.trials[0])
 
+
+# --- the contract ----------------------------------------------------------------------------
+
+def test_settings_read_back_what_the_plan_wrote(tiny_config):
+    plan = Plan.from_config(validate({**tiny_config, "experiment": "epoch", "phases": ["train"]}))
+    for params in (plan.trial_settings(plan.trials[0]),
+                   plan.calibration_settings(plan.cells()[0]),
+                   {**plan.trial_settings(plan.trials[0]), "gpu_uuids": ["GPU-1"],
+                    "warmup": {"iterations": 3}, "images": {"pytorch": {}}, "profile_steps": 4}):
+        assert TrialSettings.from_dict(params).to_dict() == params
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda d: d.pop("iterations"), "trial settings: iterations is missing"),
+    (lambda d: d.update(iteratons=3), "trial settings: unknown field 'iteratons'"),
+    (lambda d: d.update(threads="2"), "trial settings: threads must be an integer of at least 1, "
+                                      "got '2'"),
+    (lambda d: d.update(adaptive=[]), "trial settings: adaptive must be an object or null"),
+    (lambda d: d["cell"].pop("batch_size"), "trial settings: cell: batch_size is missing"),
+    (lambda d: d["cell"].update(batch_size=0), "cell: batch_size must be an integer of at least 1"),
+    (lambda d: d.update(gpu_uuids=[0]), "gpu_uuids must be a list of strings"),
+])
+def test_a_bad_settings_field_is_one_error_naming_it(tiny_config, change, match):
+    plan = Plan.from_config(validate(tiny_config))
+    params = plan.trial_settings(plan.trials[0])
+    change(params)
+    with pytest.raises(ConfigError, match=match):
+        TrialSettings.from_dict(params)
+
+
+def test_a_bad_settings_file_stops_the_trial_command_naming_the_field(tmp_path, tiny_config):
+    plan = Plan.from_config(validate(tiny_config))
+    params = {**plan.trial_settings(plan.trials[0]), "blocks": -1}
+    proc = subprocess.run(
+        [sys.executable, "-m", "fwbench", "trial", "--settings", json.dumps(params),
+         "--result", str(tmp_path / "r.json"), "--env", str(tmp_path / "e.json"),
+         "--telemetry", str(tmp_path / "t.csv")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and not (tmp_path / "r.json").exists()
+    assert proc.stderr.strip() == ("fwbench trial: trial settings: blocks must be an integer of "
+                                   "at least 0, got -1")
+
+
+def test_a_trial_warms_up_its_cells_fixed_count_and_a_calibration_times_single_steps_only(
+        tiny_config):
+    config = {**tiny_config, "iterations": 30, "min_run_time_s": 0.5,
+              "warmup": {"min": 10, "max": 100, "calibration_s": 3},
+              "blocks": {"count": 5, "size": 1, "min_time_s": 0.1, "run_time_s": 1.0}}
+    plan = Plan.from_config(validate(config))
+    settings = TrialSettings.from_dict(plan.trial_settings(plan.trials[0]))
+    trial = dataclasses.replace(settings, warmup={"iterations": 37, "steady": True}).schedule()
+    assert (trial.warmup, trial.iterations, trial.min_run_time_s) == (37, 30, 0.5)
+    assert (trial.blocks, trial.blocks_run_time_s, trial.block_time_s) == (5, 1.0, 0.1)
+    calibration = dataclasses.replace(settings, calibration=True).schedule()
+    # At least twice warmup.max single steps, so a warm-up that long leaves as long to see.
+    assert calibration == Schedule(iterations=200, min_run_time_s=3)
+    with pytest.raises(ConfigError, match="no warm-up"):
+        settings.schedule()
+
+
+def test_a_payload_keeps_its_details_apart_and_refuses_a_bad_field():
+    sent = {"iteration_ns": [3, 4], "cold_start_ns": 9, "steps": 600, "runs": [{"run": 1}]}
+    payload = TrialPayload.from_dict(sent)
+    assert payload.details == {"steps": 600, "runs": [{"run": 1}]}
+    assert (payload.block_size, payload.warmup_ns, payload.peak_memory) == (0, [], None)
+    assert TrialPayload.from_dict(payload.to_dict()) == payload
+    with pytest.raises(ResultError, match="trial payload: iteration_ns must be a list of integers"):
+        TrialPayload.from_dict({"iteration_ns": [1.5]})
+
+
+def test_every_experiment_has_one_entry_and_none_is_in_the_trials_parent():
+    experiments = load_schema()["properties"]["experiment"]["enum"]
+    assert set(ENTRIES) == {*experiments, ablation.EXPERIMENT}
+    for entry in set(ENTRIES.values()):
+        module, function = entry.split(":")
+        assert module != "fwbench.measure.trial"
+        assert callable(getattr(importlib.import_module(module), function))
+
+
+# --- real trials -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_threads_are_set_in_both_frameworks_whatever_the_environment(

@@ -69,12 +69,6 @@ def uncalibrated(warmup_max: int) -> dict:
             "reason": f"no calibration: warmup.max ({warmup_max}), the fallback"}
 
 
-def warmup_steady(settings: dict) -> bool | None:
-    """Whether the trial's warm-up reaches the steady state its cell's calibration found (None:
-    not known; a calibration trial has no warm-up of its own)."""
-    return (settings.get("warmup") or {}).get("steady")
-
-
 def read_warmup(path: str | os.PathLike) -> dict:
     """The warm-up record ``fix_warmup`` made, checked against rules/schemas/warmup.schema.yaml."""
     from fwbench.measure.results import check_schema, read_json, schema_validator

@@ -15,7 +15,8 @@ Child side, inside the supervised trial process::
 
     run_distributed(settings) -> payload
      ├── single_process: one Replica in this process over world_size devices
-     └── multi_process:  world_size rank processes (python -m fwbench.measure.distributed),
+     └── multi_process:  world_size rank processes (``run_rank_process``), started, waited for
+                         and classified by the trial's own launcher (fwbench.measure.supervisor),
                          torchrun-style environment for PyTorch (MASTER_ADDR/PORT, RANK,
                          LOCAL_RANK, WORLD_SIZE; gloo on the CPU, NCCL on CUDA), TF_CONFIG on
                          localhost ports for TensorFlow; each rank runs measure_ranks, rank 0
@@ -30,22 +31,18 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
 import os
 import resource
-import signal
 import socket
-import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
-from pathlib import Path
 
 from fwbench.errors import BackendError, Unsupported
-from fwbench.measure.calibration import warmup_steady
+from fwbench.measure.child import start, trial_entry
 from fwbench.measure.harness import Measurement, Schedule, run
+from fwbench.measure.settings import TrialPayload, TrialSettings
+from fwbench.measure.supervisor import Child, supervise_group
 from fwbench.plan.strategies import (
     MULTI_PROCESS,
     resolve_strategy,
@@ -56,8 +53,7 @@ from fwbench.plan.strategies import (
 # After one rank fails, the others get this long to finish before they are killed (they may be
 # waiting in a collective for the rank that is gone).
 RANK_GRACE_S = 10.0
-POLL_S = 0.1
-_PR_SET_PDEATHSIG = 1
+RANK_ENTRY = "fwbench.measure.distributed:run_rank_process"
 
 
 def shard_indices(global_batch: int, world_size: int, rank: int) -> list[int]:
@@ -100,29 +96,19 @@ def measure_ranks(
 
 # --- child side: one rank ----------------------------------------------------------------------
 
-def _replica(settings: dict, strategy: str, world_size: int, rank: int):
-    from fwbench.measure.trial import thread_environment
-    from fwbench.plan.cells import Cell
-
-    os.environ.update(thread_environment(settings["threads"]))  # before the framework's import
-    cell = Cell.from_dict(settings["cell"])
-    module = importlib.import_module(f"fwbench.measure.frameworks.{cell.framework}.distributed")
-    return module.Replica(cell, strategy, world_size=world_size, rank=rank,
-                          threads=settings["threads"], seed=settings["seed"])
-
-
-def run_rank(settings: dict, rank: int, *, probe: bool = False) -> dict:
+def run_rank(settings: TrialSettings, rank: int, *, probe: bool = False) -> dict:
     """Measure one rank of the distributed trial in ``settings``; with ``probe``, first take one
     step that records the synchronized gradient (the Replica classes' ``probe``, for tests)."""
-    cell = settings["cell"]
-    strategy = resolve_strategy(cell["strategy"], cell["framework"])
-    world_size = int(cell["world_size"])
-    replica = _replica(settings, strategy, world_size, rank)
+    cell = settings.cell
+    strategy = resolve_strategy(cell.strategy, cell.framework)
+    module = importlib.import_module(f"fwbench.measure.frameworks.{cell.framework}.distributed")
+    replica = module.Replica(cell, strategy, world_size=cell.world_size, rank=rank,
+                             threads=settings.threads, seed=settings.seed)
     in_force = replica.configure()
     replica.load()
     probed = _listify(replica.probe()) if probe else None
     energy: dict[str, dict] = {}
-    uuids = settings.get("gpu_uuids") or []
+    uuids = list(settings.gpu_uuids)
     on_marker = None
     if rank == 0 and uuids:
         from fwbench.measure import telemetry
@@ -132,7 +118,7 @@ def run_rank(settings: dict, rank: int, *, probe: bool = False) -> dict:
 
     step = replica.step()
     m = measure_ranks(step, replica.synchronize, replica.barrier, replica.gather,
-                      Schedule.from_settings(settings), on_marker=on_marker)
+                      settings.schedule(), on_marker=on_marker)
     replica.barrier()  # no rank leaves while another still waits on a collective
     record = {
         "rank": rank,
@@ -148,6 +134,12 @@ def run_rank(settings: dict, rank: int, *, probe: bool = False) -> dict:
     return record
 
 
+def run_rank_process(job: Mapping) -> dict:
+    """A rank process's entry (the worker calls it): ``job`` holds the trial's ``settings``, the
+    ``rank`` and ``probe``; the settings are checked first, as every child's are."""
+    return run_rank(start(job["settings"]), job["rank"], probe=job["probe"])
+
+
 def _listify(value):
     if hasattr(value, "tolist"):
         return value.tolist()
@@ -160,84 +152,86 @@ def _listify(value):
 
 # --- child side: the driver --------------------------------------------------------------------
 
-def run_distributed(settings: dict, *, probe: bool = False) -> dict:
+@trial_entry
+def run_distributed(settings: TrialSettings, *, probe: bool = False) -> TrialPayload:
     """Measure the distributed trial in ``settings``; returns the trial payload.
 
-    ``settings`` are a trial's settings (fwbench.plan.sweep) whose cell dict carries ``strategy`` (a
-    pair name or the framework's own) and ``world_size``. Single-process strategies run here; multi-
-    process ones start ``world_size`` rank processes and wait for all of them. ``iteration_ns`` (and
-    cold start, warm-up, blocks) is, per step, the maximum over ranks; ``per_rank_ns`` keeps every
+    ``settings``: a trial's (fwbench.plan.sweep), whose cell carries ``strategy`` (a pair name or
+    the framework's own) and ``world_size``. Single-process strategies run here; multi-process
+    ones start ``world_size`` rank processes and wait for all of them. ``iteration_ns`` (and cold
+    start, warm-up, blocks) is, per step, the maximum over ranks; ``per_rank_ns`` keeps every
     rank's own times. Raises Unsupported with the reason when the strategy cannot run here.
-    ``probe`` (for tests) takes one step recording the synchronized gradient before measuring, and
-    adds every rank's record of it as ``probe``.
+    ``probe`` (for tests) takes one step recording the synchronized gradient before measuring,
+    and adds every rank's record of it as ``probe``.
 
-    Usage (what fwbench.measure.trial.measure_trial calls for experiment ``distributed``)::
+    Usage (in the trial's child, through fwbench.measure.child.ENTRIES)::
 
         payload = run_distributed(settings)
         payload["iteration_ns"], payload["per_rank_ns"], payload["world_size"]
     """
     from fwbench.plan.models import check_input
 
-    cell = settings["cell"]
-    strategy = resolve_strategy(cell["strategy"], cell["framework"])
-    world_size = int(cell["world_size"])
-    reason = unsupported_reason(cell) or check_input(cell["model"], tuple(cell["input_shape"]))
+    cell = settings.cell
+    strategy = resolve_strategy(cell.strategy, cell.framework)
+    reason = unsupported_reason(cell.to_dict()) or check_input(cell.model, cell.input_shape)
     if reason:
         raise Unsupported(reason)
     if strategy in MULTI_PROCESS:
-        records = _launch(settings, cell["framework"], cell["device"], world_size, probe)
-        launcher = ("torchrun-style environment, one process per device" if cell["framework"] ==
+        records = _launch(settings, probe)
+        launcher = ("torchrun-style environment, one process per device" if cell.framework ==
                     "pytorch" else "TF_CONFIG cluster on localhost, one worker per device")
     else:
         records = [run_rank(settings, 0, probe=probe)]
         launcher = "one process driving every device"
-    payload = _payload(records, settings, strategy, world_size, launcher)
+    payload = _payload(records, settings, strategy, launcher)
     if probe:
-        payload["probe"] = [r["probe"] for r in records]
+        payload.details["probe"] = [r["probe"] for r in records]
     return payload
 
 
-def _payload(records: list[dict], settings: dict, strategy: str, world_size: int,
-             launcher: str) -> dict:
+def _payload(records: list[dict], settings: TrialSettings, strategy: str,
+             launcher: str) -> TrialPayload:
     lead = records[0]
     m = lead["measurement"]
 
     def slowest(times):
         return [max(t) for t in times]
 
-    per_device_batch = settings["cell"]["batch_size"]
+    per_device_batch, world_size = settings.cell.batch_size, settings.cell.world_size
     peaks = [r["peak_memory"].get("device_peak_bytes") for r in records]
     known = [p for p in peaks if p is not None]
-    return {
-        "cold_start_ns": max(m["cold_start_ns"]),
-        "warmup_ns": slowest(m["warmup_ns"]),
-        "warmup_steady": warmup_steady(settings),
-        "iteration_ns": slowest(m["iteration_ns"]),
-        "stop_reason": m["stop_reason"],
-        "block_size": m["block_size"],
-        "block_ns": slowest(m["block_ns"]),
-        "pilot_blocks": m["pilot_blocks"],
-        "markers_ns": m["markers_ns"],
-        "energy_mj": lead["energy_mj"],
-        "settings_in_force": {**lead["settings_in_force"], "launcher": launcher,
-                              "per_device_batch_size": per_device_batch,
-                              "global_batch_size": per_device_batch * world_size,
-                              "iteration_statistic": "max over ranks"},
-        "versions": lead["versions"],
-        "peak_memory": {"device_peak_bytes": max(known) if known else None,
-                        "per_rank_bytes": peaks, "source": lead["peak_memory"].get("source")},
-        "peak_rss_bytes": max(r["peak_rss_bytes"] for r in records),
-        # Distributed fields: the strategy actually run and every rank's own times.
-        "strategy": strategy,
-        "strategy_pair": strategy_pair(strategy),
-        "world_size": world_size,
-        "global_batch_size": per_device_batch * world_size,
-        "iteration_statistic": "max over ranks",
-        "per_rank_ns": [list(t) for t in zip(*m["iteration_ns"])],
-        "per_rank_cold_start_ns": m["cold_start_ns"],
-        "per_rank_block_ns": [list(t) for t in zip(*m["block_ns"])] if m["block_ns"] else [],
-        "per_rank_peak_rss_bytes": [r["peak_rss_bytes"] for r in records],
-    }
+    return TrialPayload(
+        cold_start_ns=max(m["cold_start_ns"]),
+        warmup_ns=slowest(m["warmup_ns"]),
+        warmup_steady=settings.warmup_steady,
+        iteration_ns=slowest(m["iteration_ns"]),
+        stop_reason=m["stop_reason"],
+        block_size=m["block_size"],
+        block_ns=slowest(m["block_ns"]),
+        markers_ns=m["markers_ns"],
+        energy_mj=lead["energy_mj"],
+        settings_in_force={**lead["settings_in_force"], "launcher": launcher,
+                           "per_device_batch_size": per_device_batch,
+                           "global_batch_size": per_device_batch * world_size,
+                           "iteration_statistic": "max over ranks"},
+        versions=lead["versions"],
+        peak_memory={"device_peak_bytes": max(known) if known else None,
+                     "per_rank_bytes": peaks, "source": lead["peak_memory"].get("source")},
+        peak_rss_bytes=max(r["peak_rss_bytes"] for r in records),
+        details={
+            "pilot_blocks": m["pilot_blocks"],
+            # The strategy actually run and every rank's own times.
+            "strategy": strategy,
+            "strategy_pair": strategy_pair(strategy),
+            "world_size": world_size,
+            "global_batch_size": per_device_batch * world_size,
+            "iteration_statistic": "max over ranks",
+            "per_rank_ns": [list(t) for t in zip(*m["iteration_ns"])],
+            "per_rank_cold_start_ns": m["cold_start_ns"],
+            "per_rank_block_ns": [list(t) for t in zip(*m["block_ns"])] if m["block_ns"] else [],
+            "per_rank_peak_rss_bytes": [r["peak_rss_bytes"] for r in records],
+        },
+    )
 
 
 def _free_port() -> int:
@@ -267,89 +261,22 @@ def rank_environment(framework: str, device: str, rank: int, world_size: int,
     return env
 
 
-def _launch(settings: dict, framework: str, device: str, world_size: int,
-            probe: bool) -> list[dict]:
-    ports = [_free_port() for _ in range(world_size if framework == "tensorflow" else 1)]
-    with tempfile.TemporaryDirectory(prefix="fwbench-ranks-") as tmp:
-        settings_path = Path(tmp, "settings.json")
-        settings_path.write_text(json.dumps(settings))
-        outs = [Path(tmp, f"rank-{rank}.json") for rank in range(world_size)]
-        procs = []
-        try:
-            for rank, out in enumerate(outs):
-                env = {**os.environ, **rank_environment(framework, device, rank, world_size, ports)}
-                cmd = [sys.executable, "-m", "fwbench.measure.distributed", str(settings_path),
-                       str(rank), str(out), *(["--probe"] if probe else [])]
-                procs.append(subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent))
-            _wait_ranks(procs, outs)
-        finally:
-            for proc in procs:
-                _kill(proc)
-        records = [_read_rank(out, rank, proc.returncode)
-                   for rank, (out, proc) in enumerate(zip(outs, procs))]
-    failed = [r for r in records if r["status"] != "ok"]
+def _launch(settings: TrialSettings, probe: bool) -> list[dict]:
+    """Every rank's record, from world_size rank processes run by the trial's launcher; the
+    first rank that failed (one that was killed after another failed, last) fails the trial."""
+    cell = settings.cell
+    world_size = cell.world_size
+    ports = [_free_port() for _ in range(world_size if cell.framework == "tensorflow" else 1)]
+    job = settings.to_dict()
+    ranks = [Child(RANK_ENTRY, {"settings": job, "rank": rank, "probe": probe},
+                   rank_environment(cell.framework, cell.device, rank, world_size, ports))
+             for rank in range(world_size)]
+    outcomes = supervise_group(ranks, grace_s=RANK_GRACE_S)
+    failed = [(o.status == "killed", rank, o) for rank, o in enumerate(outcomes)
+              if o.status != "ok"]
     if failed:
-        first = min(failed, key=lambda r: (r["status"] == "killed", r["rank"]))
-        message = f"rank {first['rank']} of {world_size}: {first['message']}"
-        raise (Unsupported(first["message"]) if first["status"] == "unsupported"
-               else BackendError(message))
-    return records
-
-
-def _die_with_parent() -> None:
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _wait_ranks(procs: list[subprocess.Popen], outs: list[Path]) -> None:
-    """Wait for every rank; once one has failed, give the rest RANK_GRACE_S, then kill them."""
-    deadline = math.inf
-    while any(p.poll() is None for p in procs):
-        failed = any(p.returncode not in (None, 0) for p in procs)
-        if failed and deadline == math.inf:
-            deadline = time.monotonic() + RANK_GRACE_S
-        if time.monotonic() > deadline:
-            return
-        time.sleep(POLL_S)
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait()
-
-
-def _read_rank(out: Path, rank: int, returncode: int | None) -> dict:
-    if out.exists():
-        return {"rank": rank, **json.loads(out.read_text())}
-    how = (f"was killed after another rank failed (signal {-returncode})" if returncode
-           and returncode < 0 else f"exited with code {returncode} and wrote no result")
-    return {"rank": rank, "status": "killed" if returncode and returncode < 0 else "crashed",
-            "message": f"rank process {how}; see the trial log for its output"}
-
-
-def _rank_main(settings_path: str, rank: str, out_path: str, *flags: str) -> None:
-    """``python -m fwbench.measure.distributed settings.json RANK out.json [--probe]``"""
-    from fwbench.measure.results import write_json
-    from fwbench.measure.worker import classify, exit_now
-
-    with open(settings_path) as f:
-        settings = json.load(f)
-    code = 0
-    try:
-        record = {"status": "ok", "message": "",
-                  **run_rank(settings, int(rank), probe="--probe" in flags)}
-    except Exception as exc:  # every failure of a rank is reported by the driver
-        import traceback
-
-        traceback.print_exc()
-        record = {"status": classify(exc), "message": f"{type(exc).__name__}: {exc}"[:2000]}
-        code = 1
-    write_json(record, out_path)
-    # Skip interpreter teardown: a TensorFlow worker can hang there on its collective runtime.
-    exit_now(code)
-
-
-if __name__ == "__main__":
-    _rank_main(*sys.argv[1:])
+        _, rank, first = min(failed, key=lambda f: f[:2])
+        if first.status == "unsupported":
+            raise Unsupported(first.message)
+        raise BackendError(f"rank {rank} of {world_size}: {first.message}")
+    return [o.payload for o in outcomes]

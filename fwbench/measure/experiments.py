@@ -17,8 +17,8 @@ Both frameworks start from PyTorch's initialisation of the model at ``seed`` (a 
 written in the PyTorch image by ``write_initial_weights``, or built in the trial when torch is
 importable) and see identical batches (fwbench.measure.data.Batches).
 
-Settings: the trial settings (``cell``, ``threads``, ``seed``, ``iterations``, ``gpu_uuids``)
-and ``settings["data"]`` with the keys of ``DATA_DEFAULTS``.
+Settings: the trial's (fwbench.measure.settings.TrialSettings), whose ``data`` holds the keys
+of ``DATA_DEFAULTS``.
 
 Usage::
 
@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +48,9 @@ import numpy as np
 from fwbench import SOURCE_DIR
 from fwbench.errors import ConfigError, FwbenchError, Unsupported
 from fwbench.measure import data as datasets
+from fwbench.measure.child import configure_backend, progress, trial_entry
 from fwbench.measure.data_files import DATASETS
+from fwbench.measure.settings import TrialPayload, TrialSettings
 from fwbench.plan.cells import Cell
 from fwbench.plan.models import OPTIMIZERS, check_input
 
@@ -55,7 +58,7 @@ __all__ = ["DATA_DEFAULTS", "run_epoch", "run_convergence", "download_data", "da
            "write_initial_weights", "read_initial_weights", "weights_digest", "confusion_matrix",
            "learning_rate_at"]
 
-# settings["data"]: every key the experiments read, with its default.
+# The settings' data: every key the experiments read, with its default.
 DATA_DEFAULTS = {
     "dataset": None,          # "mnist" | "cifar10"; None: from the cell's input shape
     "data_dir": None,         # folder holding <dataset>/ (None: $FWBENCH_DATA_DIR, else data/)
@@ -81,11 +84,12 @@ def download_data(name: str, data_dir: str | None = None, **kwargs) -> dict:
     return datasets.download_data(name, data_dir, **kwargs)
 
 
-def data_settings(settings: dict, cell: Cell) -> dict:
-    """``settings["data"]`` with defaults filled in, checked; a bad value is a ConfigError.
+def data_settings(data: Mapping | None, cell: Cell) -> dict:
+    """A trial's ``data`` settings with defaults filled in, checked; a bad value is a
+    ConfigError.
 
     The optimizer is the cell's (an axis of the sweep), never the run's list of them."""
-    given = dict(settings.get("data") or {})
+    given = dict(data or {})
     unknown = sorted(set(given) - set(DATA_DEFAULTS))
     if unknown:
         raise ConfigError(f"data: unknown key(s) {unknown}; known: {sorted(DATA_DEFAULTS)}")
@@ -286,17 +290,16 @@ class _Run:
     def accuracy(self, predictions: np.ndarray) -> float:
         return float(np.mean(predictions == self.data.test_labels))
 
-    def payload(self, **fields) -> dict:
-        """The fields every trial result has, then the experiment's own."""
-        described = self.data.describe()
-        return {
-            "warmup_ns": [],
-            "warmup_steady": None,
-            "block_size": 0,
-            "block_ns": [],
-            "markers_ns": self.markers,
-            "energy_mj": self.energy or None,
-            "settings_in_force": {
+    def payload(self, *, cold_start_ns: int, iteration_ns: list[int], stop_reason: str,
+                **details) -> TrialPayload:
+        """The fields every trial result has, then the experiment's own (``details``)."""
+        return TrialPayload(
+            cold_start_ns=cold_start_ns,
+            iteration_ns=iteration_ns,
+            stop_reason=stop_reason,
+            markers_ns=self.markers,
+            energy_mj=self.energy or None,
+            settings_in_force={
                 **self.in_force,
                 "compiled": self.trainer.compiled,
                 "experiment": self.cell.experiment,
@@ -309,26 +312,25 @@ class _Run:
                 "input_pipeline": self.pipeline,
                 "eval_batch_size": self.opts["eval_batch_size"] or self.cell.batch_size,
             },
-            "versions": self.versions,
-            "peak_memory": self.trainer.peak_memory(),
-            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-            "data_source": self.data.source,
-            "data": described,
-            "optimizer": {**self.recipe, "weight_decay": self.opts["weight_decay"],
-                          "schedule": self.opts["schedule"]},
-            "initial_weights": self.weights_info,
-            **fields,
-        }
+            versions=self.versions,
+            peak_memory=self.trainer.peak_memory(),
+            peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            details={
+                "data_source": self.data.source,
+                "data": self.data.describe(),
+                "optimizer": {**self.recipe, "weight_decay": self.opts["weight_decay"],
+                              "schedule": self.opts["schedule"]},
+                "initial_weights": self.weights_info,
+                **details,
+            },
+        )
 
 
-def _start(settings: dict, experiment: str) -> _Run:
-    from fwbench.measure.trial import thread_environment
-
-    cell = Cell.from_dict(settings["cell"])
+def _start(settings: TrialSettings, experiment: str) -> _Run:
+    cell = settings.cell
     if cell.experiment != experiment:
         raise ConfigError(f"run_{experiment} got a cell of experiment {cell.experiment!r}")
-    os.environ.update(thread_environment(settings["threads"]))  # before the framework import
-    opts = data_settings(settings, cell)
+    opts = data_settings(settings.data, cell)
     reason = check_input(cell.model, cell.input_shape, batch_size=cell.batch_size, phase="train")
     if reason:
         raise Unsupported(reason)
@@ -344,32 +346,32 @@ def _start(settings: dict, experiment: str) -> _Run:
     augment = datasets.Augment() if augment else None
 
     from fwbench.measure import provenance
-    from fwbench.measure.trial import configure_backend
 
-    backend, in_force = configure_backend(cell, settings)
+    backend, in_force = configure_backend(settings)
     framework = importlib.import_module(f"fwbench.measure.frameworks.{cell.framework}.data")
-    weights, weights_info = _initial_weights(opts, cell, settings["seed"])
+    weights, weights_info = _initial_weights(opts, cell, settings.seed)
     r = recipe(opts)
     trainer = framework.Trainer(cell, r, weights, weight_decay=float(opts["weight_decay"]),
                                 channels_last=in_force.get("layout", "").startswith("NHWC"),
                                 pipeline=opts["pipeline"])
     del weights
-    _progress(f"{cell.id} trial {settings.get('trial')}: {experiment} on {data.source} "
-              f"({len(data.train_labels)} training, {len(data.test_labels)} test images)")
-    return _Run(cell, opts, data, augment, trainer, framework.LAYOUT, settings["seed"], in_force,
+    progress(f"{cell.id} trial {settings.trial}: {experiment} on {data.source} "
+             f"({len(data.train_labels)} training, {len(data.test_labels)} test images)")
+    return _Run(cell, opts, data, augment, trainer, framework.LAYOUT, settings.seed, in_force,
                 {**backend.versions(), **provenance.framework_runtime(cell.framework)},
-                weights_info, r, settings.get("gpu_uuids") or [],
+                weights_info, r, list(settings.gpu_uuids),
                 framework.INPUT_PIPELINE if opts["pipeline"] == "framework" else
                 "numpy batches (fwbench.measure.data.Batches) converted in the training loop, "
                 "no loader")
 
 
-def run_epoch(settings: dict) -> dict:
+@trial_entry
+def run_epoch(settings: TrialSettings) -> TrialPayload:
     """florencio2019's measurement: ``steps`` training steps timed as one run, a cold run then
-    ``settings["iterations"]`` timed runs (training goes on from run to run), then the test set
-    classified once cold and ``iterations`` times timed."""
+    ``iterations`` timed runs (training goes on from run to run), then the test set classified
+    once cold and ``iterations`` times timed."""
     run = _start(settings, "epoch")
-    steps, runs = run.opts["steps"], settings["iterations"]
+    steps, runs = run.opts["steps"], settings.iterations
     trainer = run.trainer
     records = []
 
@@ -405,7 +407,8 @@ def run_epoch(settings: dict) -> dict:
     )
 
 
-def run_convergence(settings: dict) -> dict:
+@trial_entry
+def run_convergence(settings: TrialSettings) -> TrialPayload:
     """tian2020's and sumanjali2024's measurement: ``epochs`` epochs of training, each followed
     by validation on the test set; per-epoch loss, accuracy and times; time to the target."""
     run = _start(settings, "convergence")
@@ -438,8 +441,8 @@ def run_convergence(settings: dict) -> dict:
             reached = {"time_to_accuracy_ns": trained_ns, "epochs_to_accuracy": epoch + 1,
                        "time_to_accuracy_with_validation_ns":
                            sum(r["epoch_ns"] for r in records)}
-        _progress(f"epoch {epoch + 1}/{epochs}: loss {values.mean():.4f}, "
-                  f"accuracy {accuracy:.4f}, {train_ns / 1e9:.1f} s training")
+        progress(f"epoch {epoch + 1}/{epochs}: loss {values.mean():.4f}, "
+                 f"accuracy {accuracy:.4f}, {train_ns / 1e9:.1f} s training")
     if epochs == 1:
         run.mark("warmup")
         run.mark("measure")
@@ -465,6 +468,3 @@ def run_convergence(settings: dict) -> dict:
                                           len(run.data.classes)),
     )
 
-
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)

@@ -48,7 +48,8 @@ class Adaptive:
 
 @dataclass(frozen=True)
 class Schedule:
-    """What a trial times after its cold start: every count and budget, checked where built.
+    """What a trial times after its cold start: every count and budget, checked where built
+    (a trial's comes from its settings: fwbench.measure.settings.TrialSettings.schedule).
 
     Usage::
 
@@ -76,29 +77,6 @@ class Schedule:
             _check(name, getattr(self, name), int, 1)
         for name in ("min_run_time_s", "blocks_run_time_s", "block_time_s"):
             _check(name, getattr(self, name), (int, float), 0)
-
-    @classmethod
-    def from_settings(cls, settings: dict) -> Schedule:
-        """A trial's schedule from its settings (fwbench.plan.sweep.Plan.trial_settings).
-
-        A calibration trial (``settings["calibration"]``) times single steps only, for
-        ``calibration_s`` and at least twice ``warmup_max``, so a warm-up as long as the
-        longest allowed leaves a steady run as long to see. Any other trial warms up the steps
-        its cell's calibration fixed (``settings["warmup"]["iterations"]``)."""
-        if settings.get("calibration"):
-            return cls(iterations=max(settings["iterations"], 2 * settings["warmup_max"]),
-                       min_run_time_s=settings["calibration_s"])
-        adaptive = settings["adaptive"]
-        return cls(
-            warmup=settings["warmup"]["iterations"],
-            iterations=settings["iterations"],
-            min_run_time_s=settings["min_run_time_s"],
-            adaptive=Adaptive(**adaptive) if adaptive else None,
-            blocks=settings["blocks"],
-            blocks_run_time_s=settings["blocks_run_time_s"],
-            block_time_s=settings["block_time_s"],
-            block_min_size=settings["block_min_size"],
-        )
 
     def block_size(self, step_ns: float) -> int:
         """Steps per block, so that a block of ``step_ns`` steps lasts ``block_time_s`` with

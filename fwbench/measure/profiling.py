@@ -25,20 +25,22 @@ it, and its times (inflated by the profiler) never enter the statistics.
 
 Usage::
 
-    run_profile(settings, "results/default/cells/.../profile.json")  # parent: supervised child
+    run_profile(TrialSettings.from_dict(params), "results/default/cells/.../profile.json")
     table = collect_profiles(paths)                                   # host side, tidy
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import os
 import re
 import sys
 from dataclasses import dataclass, field
 from functools import cache
 
 from fwbench import SOURCE_DIR
+from fwbench.measure.child import ENTRIES, THROUGHPUT, load_backend, thread_environment, trial_entry
+from fwbench.measure.settings import TrialPayload, TrialSettings
 
 CLASSES = ("convolution", "matmul", "normalization", "elementwise", "memory", "fused", "other")
 HOST = "host_overhead"
@@ -258,32 +260,28 @@ def breakdown(trace: Trace, *, top: int = 12) -> dict:
 
 # --- the child: build the backend, profile a few steps --------------------------------------------
 
-def profile_trial(settings: dict) -> dict:
-    """Child side (supervised like a trial): build the cell's backend as
-    ``fwbench.measure.trial.measure_trial`` does, warm up, time a few unprofiled steps, then profile
+@trial_entry
+def profile_trial(settings: TrialSettings) -> TrialPayload:
+    """Child side (supervised like a trial): build the cell's backend as a throughput trial does
+    (fwbench.measure.throughput), warm up, time a few unprofiled steps, then profile
     ``profile_steps`` steps (one more, dropped, absorbs the profiler's start-up) with the
-    framework's own profiler. Returns ``{"profile": breakdown, ...}``."""
+    framework's own profiler. The breakdown is the payload's detail ``profile``."""
+    import importlib
     import tempfile
     import time
 
     from fwbench.errors import Unsupported
     from fwbench.measure import provenance
-    from fwbench.measure.trial import EXPERIMENTS, load_backend, thread_environment
-    from fwbench.plan.cells import Cell
 
-    cell = Cell.from_dict(settings["cell"])
-    os.environ.update(thread_environment(settings["threads"]))
-    if cell.experiment in EXPERIMENTS:
+    cell = settings.cell
+    if ENTRIES[cell.experiment] != THROUGHPUT:
         raise Unsupported(f"profiling covers the single-step experiments (throughput, ablation); "
                           f"the {cell.experiment} experiment runs its own loop "
-                          f"({EXPERIMENTS[cell.experiment]})")
-    backend, in_force = load_backend(cell, settings)
-
-    import importlib
-
+                          f"({ENTRIES[cell.experiment]})")
+    backend, in_force = load_backend(settings)
     step, sync = backend.step(), backend.synchronize
-    steps = int(settings.get("profile_steps") or DEFAULT_STEPS)
-    for _ in range(max(int(settings.get("warmup_min", 2)), 2) + 1):  # cold start and warm-up
+    steps = settings.profile_steps or DEFAULT_STEPS
+    for _ in range(max(settings.warmup_min, 2) + 1):  # cold start and warm-up
         step()
     sync()
     unprofiled = []
@@ -307,43 +305,44 @@ def profile_trial(settings: dict) -> dict:
         result["notes"].append(
             f"a profiled step took {result['profiler_overhead']:.2f}x an unprofiled one: the "
             "profiler's own cost inflates the host overhead share")
-    return {"profile": result, "settings_in_force": in_force,
-            "versions": {**backend.versions(), **provenance.framework_runtime(cell.framework)}}
+    return TrialPayload(
+        settings_in_force=in_force,
+        versions={**backend.versions(), **provenance.framework_runtime(cell.framework)},
+        details={"profile": result})
 
 
 # --- the parent: supervise, write, read ----------------------------------------------------------
 
-def run_profile(settings: dict, out_path) -> dict:
+def run_profile(settings: TrialSettings, out_path) -> dict:
     """Profile one cell in a supervised fresh process and write ``profile.json`` atomically.
 
     ``settings``: the trial settings of any trial of the cell (``Plan.trial_settings``), with
-    ``profile_steps`` added. A failure is written too, with its status and message.
+    ``profile_steps``. A failure is written too, with its status and message.
     """
     from datetime import datetime, timezone
 
     from fwbench.environment import source
     from fwbench.measure.results import write_json
     from fwbench.measure.supervisor import supervise
-    from fwbench.measure.trial import thread_environment
 
     started = datetime.now(timezone.utc).isoformat()
-    outcome = supervise(ENTRY, {**settings, "gpu_uuids": []}, timeout_s=settings["timeout_s"],
-                        memory_limit_mb=settings["memory_limit_mb"],
-                        env=thread_environment(settings["threads"]))
-    payload = outcome.payload
+    outcome = supervise(ENTRY, settings.to_dict(), timeout_s=settings.timeout_s,
+                        memory_limit_mb=settings.memory_limit_mb,
+                        env=thread_environment(settings.threads))
+    payload = TrialPayload.from_dict(outcome.payload)
     result = {
         "schema_version": JSON_VERSION,
         "kind": PROFILE_KIND,
-        "run": settings["run"],
-        "cell_id": settings["cell_id"],
-        "pair_id": settings["pair_id"],
-        "cell": settings["cell"],
+        "run": settings.run,
+        "cell_id": settings.cell_id,
+        "pair_id": settings.pair_id,
+        "cell": settings.cell.to_dict(),
         "status": outcome.status,
         "message": outcome.message,
-        "profile_steps": int(settings.get("profile_steps") or DEFAULT_STEPS),
-        "profile": payload.get("profile"),
-        "settings_in_force": payload.get("settings_in_force", {}),
-        "versions": payload.get("versions", {}),
+        "profile_steps": settings.profile_steps or DEFAULT_STEPS,
+        "profile": payload.details.get("profile"),
+        "settings_in_force": payload.settings_in_force,
+        "versions": payload.versions,
         "started_at": started,
         "ended_at": datetime.now(timezone.utc).isoformat(),
         "workflow": source.git_state(),
@@ -421,9 +420,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, help="profiled steps (default: settings' "
                         f"profile_steps, else {DEFAULT_STEPS})")
     args = parser.parse_args(argv)
-    settings = json.loads(args.settings)
+    settings = TrialSettings.from_dict(json.loads(args.settings))
     if args.steps:
-        settings["profile_steps"] = args.steps
+        settings = dataclasses.replace(settings, profile_steps=args.steps)
     stop_on_signals()
     try:
         result = run_profile(settings, args.out)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import yaml
 from fwbench import SOURCE_DIR, __version__
 from fwbench.errors import ResultError
 from fwbench.files import write_atomic
+from fwbench.measure.settings import TrialPayload, TrialSettings
 
 # Version history of the trial result file:
 # 1 — first version: cell, status, cold start, warm-up, every iteration, settings, git state.
@@ -69,12 +71,6 @@ def load_trial(path: str | os.PathLike) -> dict:
     return validate_trial(read_json(path, "trial result"), str(path))
 
 
-# Payload fields every experiment reports; anything else an experiment adds goes to "details".
-MEASURED = {"cold_start_ns", "warmup_ns", "warmup_steady", "iteration_ns", "stop_reason",
-            "block_size", "block_ns", "markers_ns", "energy_mj", "settings_in_force", "versions",
-            "peak_rss_bytes", "peak_memory"}
-
-
 def samples_per_iteration(cell: dict, details: dict) -> int:
     """Samples one timed iteration processes: a batch, an epoch-long run, an epoch, or the
     global batch of a distributed step."""
@@ -86,44 +82,39 @@ def samples_per_iteration(cell: dict, details: dict) -> int:
     return details.get("global_batch_size", batch)
 
 
-# The trial settings a result records as requested (fwbench.plan.sweep.Plan.trial_settings), as
-# far as the settings hold them: ``warmup`` is the cell's fixed warm-up (run_trial adds it),
-# ``calibration`` marks a calibration trial, ``analysis_plan`` is the hash of the analysis plan
-# the trial was measured under (fwbench.plan.analysis_plan).
-REQUESTED = ("calibration", "iterations", "min_run_time_s", "warmup_min", "warmup_max",
-             "calibration_s", "warmup", "blocks", "blocks_run_time_s", "block_time_s",
-             "block_min_size", "adaptive", "threads", "seed", "timeout_s", "memory_limit_mb",
-             "analysis_plan")
-
-
-def make_result(settings: dict, outcome, *, started_at: str, ended_at: str,
+def make_result(settings: TrialSettings | Mapping, outcome, *, started_at: str, ended_at: str,
                 workflow: dict) -> dict:
-    """The trial result: what was asked (settings), what happened (outcome), and when."""
-    payload = outcome.payload
-    requested = {k: settings[k] for k in REQUESTED if k in settings}
+    """The trial result: what was asked (settings), what happened (outcome), and when.
+
+    Both are checked here, where the result is made: ``settings`` (the plan's dict is read as
+    TrialSettings) and the child's payload (TrialPayload): a ConfigError or ResultError names
+    the field."""
+    if not isinstance(settings, TrialSettings):
+        settings = TrialSettings.from_dict(settings)
+    payload = TrialPayload.from_dict(outcome.payload)
     return {
         "schema_version": JSON_VERSION,
-        "run": settings["run"],
-        "cell_id": settings["cell_id"],
-        "pair_id": settings["pair_id"],
-        "cell": settings["cell"],
-        "trial": settings["trial"],
-        "group_position": settings["group_position"],
+        "run": settings.run,
+        "cell_id": settings.cell_id,
+        "pair_id": settings.pair_id,
+        "cell": settings.cell.to_dict(),
+        "trial": settings.trial,
+        "group_position": settings.group_position,
         "status": outcome.status,
         "message": outcome.message,
-        "cold_start_ns": payload.get("cold_start_ns"),
-        "warmup_ns": payload.get("warmup_ns", []),
-        "warmup_steady": payload.get("warmup_steady"),
-        "iteration_ns": payload.get("iteration_ns", []),
-        "stop_reason": payload.get("stop_reason"),
-        "block_size": payload.get("block_size", 0),
-        "block_ns": payload.get("block_ns", []),
-        "markers_ns": payload.get("markers_ns", {}),
-        "settings": {"requested": requested, "in_force": payload.get("settings_in_force", {})},
-        "versions": payload.get("versions", {}),
-        "peak_rss_bytes": payload.get("peak_rss_bytes"),
-        "peak_memory": payload.get("peak_memory"),
-        "details": {k: v for k, v in payload.items() if k not in MEASURED},
+        "cold_start_ns": payload.cold_start_ns,
+        "warmup_ns": payload.warmup_ns,
+        "warmup_steady": payload.warmup_steady,
+        "iteration_ns": payload.iteration_ns,
+        "stop_reason": payload.stop_reason,
+        "block_size": payload.block_size,
+        "block_ns": payload.block_ns,
+        "markers_ns": payload.markers_ns,
+        "settings": {"requested": settings.requested(), "in_force": payload.settings_in_force},
+        "versions": payload.versions,
+        "peak_rss_bytes": payload.peak_rss_bytes,
+        "peak_memory": payload.peak_memory,
+        "details": payload.details,
         "started_at": started_at,
         "ended_at": ended_at,
         "workflow": workflow,

@@ -1,10 +1,9 @@
-"""One trial: the parent supervises and samples telemetry, a fresh child process measures.
+"""One trial, parent side: the parent supervises and samples telemetry, a fresh child measures.
 
-Parent (``run_trial``, no framework import): thermal guard, telemetry sampler, the supervised
-child, then the result, provenance and side files. Child (``measure_trial``): thread variables
-set before the framework is imported — Snakemake exports OMP_NUM_THREADS set to the job's
-threads, which PyTorch obeys and TensorFlow ignores, so both are told explicitly — then the
-backend, the harness, and the energy counter read at each phase marker.
+``run_trial`` (no framework import): thermal guard, telemetry sampler, the supervised child
+(its entry picked from fwbench.measure.child.ENTRIES by the cell's experiment), then the result,
+provenance and side files. The children share their start (fwbench.measure.child); nothing
+imports this module but the command line.
 
 Both sides stamp the trial's timeline (wall-clock ``time.time_ns()``, comparable across
 processes), and the parent prints it to the job's log as it ends (``TIMELINE_PREFIX``):
@@ -20,50 +19,33 @@ shell, ``$EPOCHREALTIME``), ``python_started`` (first line of ``python -m fwbenc
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import json
-import os
-import resource
-import sys
 import time
+from collections.abc import Mapping
 from datetime import datetime, timezone
 
-# Only what both sides need is imported here: the measuring child imports this module before
-# the framework, so each side imports its own modules where it starts (run_trial: jsonschema,
-# yaml and the supervisor; load_backend: numpy).
-from fwbench.environment import source
-from fwbench.errors import Unsupported
-from fwbench.measure import calibration, provenance, telemetry
-from fwbench.measure.harness import Schedule, measure
-from fwbench.plan.cells import REAL_DATA, Cell
+from fwbench import workflow
+from fwbench.environment import images, source
+from fwbench.measure import calibration, provenance, results, telemetry
+from fwbench.measure.child import ENTRIES, progress, stamp, thread_environment
+from fwbench.measure.settings import TrialPayload, TrialSettings
+from fwbench.measure.supervisor import supervise
+from fwbench.plan.cells import REAL_DATA
 
-ENTRY = "fwbench.measure.trial:measure_trial"
-# Experiments other than `throughput` measure through their own drivers, in the same child.
-EXPERIMENTS = {
-    "epoch": "fwbench.measure.experiments:run_epoch",
-    "convergence": "fwbench.measure.experiments:run_convergence",
-    "distributed": "fwbench.measure.distributed:run_distributed",
-}
 TIMELINE_PREFIX = "fwbench: trial timeline "
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                    "TF_NUM_INTRAOP_THREADS")
 
 
-def thread_environment(threads: int) -> dict[str, str]:
-    """Variables a framework reads at import to size its thread pools."""
-    return {**{name: str(threads) for name in THREAD_VARIABLES}, "TF_NUM_INTEROP_THREADS": "1"}
-
-
-# --- parent side ------------------------------------------------------------------------
-
-def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=None,
+def run_trial(settings: Mapping, result_path, env_path, telemetry_path, idle_path=None,
               timeline: dict | None = None, warmup_path=None) -> dict:
     """Measure one trial in a supervised child; write its result, provenance and telemetry.
 
-    ``warmup_path``: the cell's warm-up record (fwbench.measure.calibration), which fixes the
-    steps this trial warms up; without it, ``warmup_max``. A calibration trial
-    (``Plan.calibration_settings``) takes none. ``timeline`` holds the stamps taken before this
-    call (the job's shell, Python's start-up); the whole timeline is printed to stderr at the end.
+    ``settings``: the trial's (the job's params, ``Plan.trial_settings``), checked here first
+    (a ConfigError names a bad field). ``warmup_path``: the cell's warm-up record
+    (fwbench.measure.calibration), which fixes the steps this trial warms up; without it,
+    ``warmup_max``. A calibration trial (``Plan.calibration_settings``) takes none. ``timeline``
+    holds the stamps taken before this call (the job's shell, Python's start-up); the whole
+    timeline is printed to stderr at the end.
 
     Usage::
 
@@ -71,16 +53,11 @@ def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=N
                   "trial-1.telemetry.csv", "results/default/environment/idle.json",
                   warmup_path=plan.warmup_path(trial.cell))
     """
-    from fwbench import workflow
-    from fwbench.environment import images
-    from fwbench.measure import results
-    from fwbench.measure.supervisor import supervise
-
     timeline = {**(timeline or {}), "trial_started": time.time_ns()}
-    settings = with_warmup(settings, warmup_path)
-    images.check_runtime(settings["cell"]["framework"], settings.get("images"))  # where it runs
-    cell = Cell.from_dict(settings["cell"])
-    options = settings["telemetry"]
+    settings = with_warmup(TrialSettings.from_dict(settings), warmup_path)
+    cell = settings.cell
+    images.check_runtime(cell.framework, settings.images)  # where it runs
+    options = settings.telemetry
     uuids = telemetry.visible_gpu_uuids()[:cell.world_size] if cell.device == "cuda" else []
     idle = _read_json(idle_path) if idle_path else None
     guard = None
@@ -92,10 +69,11 @@ def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=N
     sampler = telemetry.Sampler(telemetry_path, period_s=options["period_s"], gpu_uuids=uuids)
     with sampler:
         stamp(timeline, "sampler_ready")
-        outcome = supervise(ENTRY, {**settings, "gpu_uuids": uuids},
-                            timeout_s=settings["timeout_s"],
-                            memory_limit_mb=settings["memory_limit_mb"],
-                            env=thread_environment(settings["threads"]), on_start=sampler.watch)
+        child = dataclasses.replace(settings, gpu_uuids=tuple(uuids))
+        outcome = supervise(ENTRIES[cell.experiment], child.to_dict(),
+                            timeout_s=settings.timeout_s,
+                            memory_limit_mb=settings.memory_limit_mb,
+                            env=thread_environment(settings.threads), on_start=sampler.watch)
     stamp(timeline, "sampler_stopped")
     ended = _now()
     timeline.update(outcome.timeline_ns)
@@ -105,8 +83,8 @@ def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=N
                                  workflow={**env["workflow"],
                                            "session": source.workflow_session()})
     result["thermal_guard"] = guard
-    samples = results.samples_per_iteration(settings["cell"], outcome.payload)
-    result["telemetry"] = _summary(sampler, outcome, uuids, idle, samples)
+    result["telemetry"] = _summary(sampler, TrialPayload.from_dict(outcome.payload), result,
+                                   uuids, idle)
     results.validate_trial(result)
     stamp(timeline, "result_ready")
     results.write_json({**env, **result["versions"]}, env_path)
@@ -114,35 +92,29 @@ def run_trial(settings: dict, result_path, env_path, telemetry_path, idle_path=N
     stamp(timeline, "written")
     workflow.report_progress(result_path)  # the sweep's progress line, in a workflow job
     stamp(timeline, "ended")
-    _progress(TIMELINE_PREFIX + json.dumps(timeline))
+    progress(TIMELINE_PREFIX + json.dumps(timeline))
     return result
 
 
-def with_warmup(settings: dict, warmup_path=None) -> dict:
+def with_warmup(settings: TrialSettings, warmup_path=None) -> TrialSettings:
     """``settings`` with the warm-up the trial takes (``warmup``): its cell's record, else the
     fallback. A calibration trial, and a real-data trial (which times whole runs), take none."""
-    if settings.get("calibration") or settings["cell"]["experiment"] in REAL_DATA:
+    if settings.calibration or settings.cell.experiment in REAL_DATA:
         return settings
     record = (calibration.read_warmup(warmup_path) if warmup_path
-              else calibration.uncalibrated(settings["warmup_max"]))
+              else calibration.uncalibrated(settings.warmup_max))
     keep = ("iterations", "steady", "class", "found", "reason")
-    return {**settings, "warmup": {k: record[k] for k in keep}}
+    return dataclasses.replace(settings, warmup={k: record[k] for k in keep})
 
 
-def stamp(timeline: dict, name: str) -> None:
-    """Record when the trial reached ``name``, on the wall clock all its processes share."""
-    timeline[name] = time.time_ns()
-
-
-def _summary(sampler, outcome, uuids, idle, samples: int) -> dict | None:
-    markers = outcome.payload.get("markers_ns")
-    if not markers:
+def _summary(sampler, payload: TrialPayload, result: dict, uuids, idle) -> dict | None:
+    if not payload.markers_ns:
         return None
+    samples = results.samples_per_iteration(result["cell"], payload.details)
     return telemetry.summarize_phases(
-        sampler.out_csv, markers, outcome.payload.get("energy_mj"),
-        samples, len(outcome.payload["iteration_ns"]),
-        warmup_iterations=len(outcome.payload["warmup_ns"]), idle=idle, gpu_uuids=uuids,
-        meta=sampler.meta)
+        sampler.out_csv, payload.markers_ns, payload.energy_mj, samples,
+        len(payload.iteration_ns), warmup_iterations=len(payload.warmup_ns), idle=idle,
+        gpu_uuids=uuids, meta=sampler.meta)
 
 
 def _read_json(path) -> dict:
@@ -156,99 +128,6 @@ def _now() -> str:
 
 def measure_idle_baseline(path, *, duration_s: float, period_s: float) -> dict:
     """The run's idle baseline (GPU power and temperature, CPU temperature), written to ``path``."""
-    from fwbench.measure import results
-
     idle = telemetry.measure_idle(duration_s, period_s=period_s)
     results.write_json(idle, path)
     return idle
-
-
-# --- child side -------------------------------------------------------------------------
-
-def load_backend(cell: Cell, settings: dict, timeline: dict | None = None):
-    """The cell's backend, configured and loaded; Unsupported when the cell cannot run here.
-
-    Call after the thread variables are set: this imports the framework. Returns the backend and
-    the settings in force. ``timeline`` gains when the framework import started and ended, and
-    when the model was built.
-    """
-    from fwbench.plan.models import check_input
-
-    timeline = {} if timeline is None else timeline
-    reason = check_input(cell.model, cell.input_shape, batch_size=cell.batch_size,
-                         phase=cell.phase)
-    if not reason and "+" in cell.profile:
-        # Only an ablation step (base+factor…) can be refused; the module costs pandas' import
-        # (0.2 s), which no other trial pays.
-        from fwbench.plan.ablation import unsupported_reason
-        reason = unsupported_reason(cell)
-    if reason:
-        raise Unsupported(reason)
-    backend, in_force = configure_backend(cell, settings, timeline)
-    backend.load()
-    stamp(timeline, "model_built")
-    return backend, in_force
-
-
-def configure_backend(cell: Cell, settings: dict, timeline: dict | None = None):
-    """The cell's backend with its settings applied (threads, precision, profile), not loaded;
-    Unsupported when the framework cannot use the cell's device here."""
-    from fwbench.measure.frameworks import get_backend  # imports the framework, after the variables
-
-    timeline = {} if timeline is None else timeline
-    stamp(timeline, "framework_import_started")
-    backend_cls = get_backend(cell.framework)
-    stamp(timeline, "framework_imported")
-    reason = backend_cls.check_available(cell.device)
-    if reason:
-        raise Unsupported(reason)
-    backend = backend_cls(cell, threads=settings["threads"], seed=settings["seed"])
-    return backend, backend.configure()
-
-
-def measure_trial(settings: dict) -> dict:
-    """Measure the cell in ``settings``; returns the fields the result records."""
-    cell = Cell.from_dict(settings["cell"])
-    os.environ.update(thread_environment(settings["threads"]))
-    if cell.experiment in EXPERIMENTS:
-        module, function = EXPERIMENTS[cell.experiment].split(":")
-        return getattr(importlib.import_module(module), function)(settings)
-    timeline: dict[str, int] = {}
-    backend, in_force = load_backend(cell, settings, timeline)
-    _progress(f"{cell.id} trial {settings['trial']}: measuring")
-    energy: dict[str, dict] = {}
-    uuids = settings["gpu_uuids"]
-
-    def read_energy(marker: str) -> None:
-        energy[marker] = telemetry.read_energy_mj(uuids)
-
-    step = backend.step()
-    with backend.device_scope():
-        m = measure(step, backend.synchronize, Schedule.from_settings(settings),
-                    on_marker=read_energy if uuids else None)
-    # The harness's markers on the wall clock: its monotonic clock's offset, read once.
-    offset = time.time_ns() - time.perf_counter_ns()
-    payload = {
-        "cold_start_ns": m.cold_start_ns,
-        "warmup_ns": m.warmup_ns,
-        "warmup_steady": calibration.warmup_steady(settings),
-        "iteration_ns": m.iteration_ns,
-        "stop_reason": m.stop_reason,
-        "block_size": m.block_size,
-        "block_ns": m.block_ns,
-        "markers_ns": m.markers_ns,
-        "sync_ns": m.sync_ns,
-        "pilot_blocks": m.pilot_blocks,
-        "energy_mj": energy or None,
-        "settings_in_force": {**in_force, "compiled": backend.compiled},
-        "versions": {**backend.versions(), **provenance.framework_runtime(cell.framework)},
-        "peak_memory": backend.peak_memory(),
-        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-    }
-    timeline.update({name: ns + offset for name, ns in m.markers_ns.items()})
-    stamp(timeline, "payload_ready")
-    return {**payload, "timeline_ns": timeline}
-
-
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,108 @@
+"""What every measuring child shares, whatever its experiment: the entry table, the checked start,
+the thread variables, and loading the cell's backend.
+
+A trial's parent (fwbench.measure.trial) picks the child's entry from ``ENTRIES``; the supervisor
+runs it in a fresh process (fwbench.measure.worker). Each entry is wrapped by ``trial_entry``, so
+every child starts the same way: its settings checked (a bad file fails here, naming the field),
+then the thread variables set before any framework import — Snakemake exports OMP_NUM_THREADS set
+to the job's threads, which PyTorch obeys and TensorFlow ignores, so both are told explicitly.
+Every experiment imports from here, never from the parent's module.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+
+from fwbench.errors import Unsupported
+from fwbench.measure.settings import TrialPayload, TrialSettings
+
+# The child's entry per experiment ("module:function", imported only in the child).
+THROUGHPUT = "fwbench.measure.throughput:run_throughput"
+ENTRIES = {
+    "throughput": THROUGHPUT,
+    "ablation": THROUGHPUT,
+    "epoch": "fwbench.measure.experiments:run_epoch",
+    "convergence": "fwbench.measure.experiments:run_convergence",
+    "distributed": "fwbench.measure.distributed:run_distributed",
+}
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                    "TF_NUM_INTRAOP_THREADS")
+
+
+def thread_environment(threads: int) -> dict[str, str]:
+    """Variables a framework reads at import to size its thread pools."""
+    return {**{name: str(threads) for name in THREAD_VARIABLES}, "TF_NUM_INTEROP_THREADS": "1"}
+
+
+def start(settings: Mapping) -> TrialSettings:
+    """The first thing a measuring process does: its settings checked, its threads set."""
+    checked = TrialSettings.from_dict(settings)
+    os.environ.update(thread_environment(checked.threads))
+    return checked
+
+
+def trial_entry(measure: Callable[..., TrialPayload]) -> Callable[..., dict]:
+    """``measure(settings: TrialSettings) -> TrialPayload`` as the worker calls it: JSON settings
+    in, checked where the child starts (``start``), the payload's JSON out."""
+    @functools.wraps(measure)
+    def entry(settings: Mapping, **options) -> dict:
+        return measure(start(settings), **options).to_dict()
+
+    return entry
+
+
+def stamp(timeline: dict, name: str) -> None:
+    """Record when the trial reached ``name``, on the wall clock all its processes share."""
+    timeline[name] = time.time_ns()
+
+
+def load_backend(settings: TrialSettings, timeline: dict | None = None):
+    """The cell's backend, configured and loaded; Unsupported when the cell cannot run here.
+
+    Call after ``start``: this imports the framework. Returns the backend and the settings in
+    force. ``timeline`` gains when the framework import started and ended, and when the model was
+    built.
+    """
+    from fwbench.plan.models import check_input
+
+    cell = settings.cell
+    timeline = {} if timeline is None else timeline
+    reason = check_input(cell.model, cell.input_shape, batch_size=cell.batch_size,
+                         phase=cell.phase)
+    if not reason and "+" in cell.profile:
+        # Only an ablation step (base+factor…) can be refused; the module costs pandas' import
+        # (0.2 s), which no other trial pays.
+        from fwbench.plan.ablation import unsupported_reason
+        reason = unsupported_reason(cell)
+    if reason:
+        raise Unsupported(reason)
+    backend, in_force = configure_backend(settings, timeline)
+    backend.load()
+    stamp(timeline, "model_built")
+    return backend, in_force
+
+
+def configure_backend(settings: TrialSettings, timeline: dict | None = None):
+    """The cell's backend with its settings applied (threads, precision, profile), not loaded;
+    Unsupported when the framework cannot use the cell's device here."""
+    from fwbench.measure.frameworks import get_backend  # imports the framework, after the variables
+
+    cell = settings.cell
+    timeline = {} if timeline is None else timeline
+    stamp(timeline, "framework_import_started")
+    backend_cls = get_backend(cell.framework)
+    stamp(timeline, "framework_imported")
+    reason = backend_cls.check_available(cell.device)
+    if reason:
+        raise Unsupported(reason)
+    backend = backend_cls(cell, threads=settings.threads, seed=settings.seed)
+    return backend, backend.configure()
+
+
+def progress(message: str) -> None:
+    """A line in the trial's log, at once."""
+    print(message, file=sys.stderr, flush=True)
