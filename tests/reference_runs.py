@@ -46,7 +46,7 @@ CELLS = sorted(p.relative_to(REFERENCE) for p in REFERENCE.glob("cells/*/*/*/*/*
 
 def copy_run(target: Path, *, keep=lambda cell: True, config: dict | None = None) -> Path:
     """A copy of the reference run at ``target`` holding the cells ``keep`` accepts (a cell as
-    its path under the run, e.g. cells/throughput/cpu/pytorch/lenet5/infer-b2-...), with
+    its path under the run, e.g. cells/throughput/cpu/pytorch/lenet5/infer-b4-...), with
     ``config`` over its config.yaml and ``run`` set to the folder's name."""
     for cell in CELLS:
         if keep(cell):
@@ -59,12 +59,13 @@ def copy_run(target: Path, *, keep=lambda cell: True, config: dict | None = None
 
 
 def small_run(target: Path) -> Path:
-    """The reference run's lenet5 inference cells at batch 2 (PyTorch's and TensorFlow's, 8
-    trials each), with a config that plans exactly these."""
-    model = yaml.safe_load((REFERENCE / "config.yaml").read_text())["models"]["lenet5"]
-    return copy_run(target, keep=lambda cell: "lenet5/infer-b2-" in cell.as_posix(),
-                    config={"models": {"lenet5": model}, "phases": ["infer"],
-                            "batch_sizes": [2]})
+    """The reference run's lenet5 inference cells at its smallest batch (PyTorch's and
+    TensorFlow's, 8 trials each), with a config that plans exactly these."""
+    config = yaml.safe_load((REFERENCE / "config.yaml").read_text())
+    batch = min(config["batch_sizes"])
+    return copy_run(target, keep=lambda cell: f"lenet5/infer-b{batch}-" in cell.as_posix(),
+                    config={"models": {"lenet5": config["models"]["lenet5"]},
+                            "phases": ["infer"], "batch_sizes": [batch]})
 
 
 def _edit(paths, change) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 import fwbench
 from fwbench import cli
+from tests.reference_runs import small_run
 
 REPO = Path(__file__).resolve().parent.parent
 FWBENCH = [sys.executable, "-m", "fwbench"]
@@ -129,11 +130,12 @@ def test_help_and_version_work_with_nothing_but_fwbench_installed(tmp_path):
 
 @pytest.mark.slow
 def test_an_installed_wheel_rebuilds_a_copied_run_outside_any_checkout(tmp_path):
-    """`pip install .` (a wheel, not editable) into a fresh venv, then `fwbench rebuild` of the
-    reference run copied into a folder of its own, with nothing of either environment on PATH:
-    the workflow, templates, claims and schemas come from the wheel's package data, Snakemake
-    from the venv. The venv borrows the locked dependencies from this test environment (a .pth
-    line) so nothing is downloaded; fwbench itself is the wheel, built from a copy of the tree."""
+    """`pip install .` (a wheel, not editable) into a fresh venv, then `fwbench rebuild` of
+    part of the reference run (its lenet5 inference cells at batch 2) copied into a folder of
+    its own, with nothing of either environment on PATH: the workflow, templates, claims and
+    schemas come from the wheel's package data, Snakemake from the venv. The venv borrows the
+    locked dependencies from this test environment (a .pth line) so nothing is downloaded;
+    fwbench itself is the wheel, built from a copy of the tree."""
     source = tmp_path / "source"
     shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
         ".git", ".venv", "results", "logs", "build", "wheelhouse", ".snakemake", "__pycache__",
@@ -149,17 +151,16 @@ def test_an_installed_wheel_rebuilds_a_copied_run_outside_any_checkout(tmp_path)
     shutil.rmtree(source)               # nothing of the tree it was built from is left
 
     elsewhere = tmp_path / "elsewhere"
-    (elsewhere / "results").mkdir(parents=True)
-    shutil.copytree(REPO / "results" / "reference", elsewhere / "results" / "reference")
+    small_run(elsewhere / "results" / "copied")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
     fwbench_command = venv / "bin" / "fwbench"
     assert "rebuild" in subprocess.run([str(fwbench_command), "--help"], env=env,
                                        capture_output=True, text=True, check=True).stdout
-    done = subprocess.run([str(fwbench_command), "rebuild", "results/reference"], cwd=elsewhere,
+    done = subprocess.run([str(fwbench_command), "rebuild", "results/copied"], cwd=elsewhere,
                           env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
     workflow = f"{site}/fwbench/_workflow/Snakefile"
     assert f"--snakefile {workflow}" in done.stderr          # the wheel's own workflow
-    report = elsewhere / "results" / "reference" / "report"
+    report = elsewhere / "results" / "copied" / "report"
     assert (report / "report.pdf").read_bytes().startswith(b"%PDF")
     assert "claims" in (report / "report.html").read_text().lower()

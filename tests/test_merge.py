@@ -1,7 +1,8 @@
 """`fwbench merge RUN... --into NEW`: the trials of several runs of one config in one run, each
 keeping its origin and its pairs; the analysis per origin and the pooled view only where the
 origins agree; the merged run rebuilds with its section per machine. The runs are copies of the
-reference run's trial files (lenet5 inference at batch 2), one moved to another machine."""
+reference run's trial files (lenet5 inference at its smallest batch), one moved to another
+machine."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from fwbench.analysis.origins import pooled_comparisons
 from fwbench.errors import FwbenchError
 from tests.reference_runs import move_machine, slow_down, small_run
 
-CELL = "cells/throughput/cpu/{}/lenet5/infer-b2-1x28x28-fp32-idiomatic-matched"
+CELL = "cells/throughput/cpu/{}/lenet5/infer-b4-1x28x28-fp32-idiomatic-matched"
 
 
 @pytest.fixture
@@ -68,8 +69,9 @@ def test_trials_keep_their_origin_and_their_pairs(sources, tmp_path, capsys):
 def test_runs_that_cannot_be_merged_are_refused_before_anything_is_written(sources, tmp_path):
     into = tmp_path / "results" / "both"
     other = small_run(tmp_path / "results" / "other")
-    (other / "config.yaml").write_text((other / "config.yaml").read_text().replace(
-        "iterations: 30", "iterations: 50"))
+    config = yaml.safe_load((other / "config.yaml").read_text())
+    (other / "config.yaml").write_text(yaml.safe_dump({**config,
+                                                       "iterations": config["iterations"] + 20}))
     with pytest.raises(FwbenchError, match="different configs.*iterations"):
         merge_runs([sources[0], other], into)
     (sources[1] / "config.yaml").unlink()
