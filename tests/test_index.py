@@ -3,6 +3,7 @@ date, versions and headline, and every comparison `fwbench compare` wrote beside
 
 from __future__ import annotations
 
+import json
 import re
 
 from fwbench.cli import main
@@ -32,7 +33,8 @@ def test_the_index_links_every_run_with_its_machine_date_versions_and_headline(t
     html = (results / "index.html").read_text()
     assert '<a href="built/report/report.html">built</a>' in html
     row = _row(html, "built")
-    for fact in ("vm: AMD EPYC (2 cores)", "2026-11-24", "PyTorch 2.14.1", "TensorFlow 2.21.0",
+    day = json.loads(next(built.glob("cells/**/trial-1.json")).read_text())["started_at"][:10]
+    for fact in ("vm: AMD EPYC (2 cores)", day, "PyTorch 2.14.1", "TensorFlow 2.21.0",
                  "16 trials, 16 ok",
                  "PyTorch faster in 1 of 2 comparisons, TensorFlow in 0, equivalent in 1"):
         assert fact in row
