@@ -44,18 +44,15 @@ def test_citation_names_the_version_and_licence_of_the_package():
     assert "## Licence" in (REPO / "README.md").read_text()
 
 
-def test_every_trial_records_the_fwbench_version():
+def test_every_trial_records_the_fwbench_version(tiny_config):
     from fwbench.analysis.tables import trial_row
     from fwbench.measure.results import make_result, validate_trial
     from fwbench.measure.supervisor import Outcome
+    from fwbench.plan.config import validate
+    from fwbench.plan.sweep import Plan
 
-    cell = {"experiment": "throughput", "device": "cpu", "framework": "pytorch",
-            "model": "lenet5", "phase": "infer", "batch_size": 2, "input_shape": [1, 28, 28],
-            "precision": "fp32", "mode": "eager", "profile": "matched", "num_classes": 10}
-    settings = {"run": "r", "cell_id": "c", "pair_id": "p", "cell": cell, "trial": 1,
-                "group_position": 0, "iterations": 3, "warmup_min": 0, "warmup_max": 2,
-                "blocks": 0, "block_size": 0, "adaptive": None, "threads": 1, "seed": 0,
-                "timeout_s": 60, "memory_limit_mb": None}
+    plan = Plan.from_config(validate(tiny_config))
+    settings = plan.trial_settings(plan.trials[0])
     result = make_result(settings, Outcome("ok", "", {"iteration_ns": [1, 2, 3]}, 0),
                          started_at="2026-01-01T00:00:00+00:00",
                          ended_at="2026-01-01T00:00:01+00:00",

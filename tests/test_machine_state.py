@@ -120,10 +120,12 @@ def test_columns_for_the_trials_table_are_typed_and_note_what_differs():
     assert machine_columns(state, [])["gpu_power_limit_w"] is None
 
 
-def test_every_trial_records_it_through_provenance_and_the_trials_table(tmp_path):
+def test_every_trial_records_it_through_provenance_and_the_trials_table(tmp_path, tiny_config):
     from fwbench.analysis.tables import collect_tables
     from fwbench.measure.results import make_result, write_json
     from fwbench.measure.supervisor import Outcome
+    from fwbench.plan.config import validate
+    from fwbench.plan.sweep import Plan
 
     env = provenance.environment(nvml_spec=fake_nvml.two_gpus_differing)
     assert [g["uuid"] for g in env["machine_state"]["gpus"]] == [fake_nvml.UUID_A,
@@ -131,14 +133,8 @@ def test_every_trial_records_it_through_provenance_and_the_trials_table(tmp_path
     assert set(env["machine_state"]["cpu"]) >= {"scaling_governor", "turbo", "smt_control"}
     paths = []
     for device in ("cuda", "cpu"):
-        cell = {"experiment": "throughput", "device": device, "framework": "pytorch",
-                "model": "lenet5", "phase": "infer", "batch_size": 2,
-                "input_shape": [1, 28, 28], "precision": "fp32", "mode": "eager",
-                "profile": "matched", "num_classes": 10}
-        settings = {"run": "r", "cell_id": f"c-{device}", "pair_id": "p", "cell": cell,
-                    "trial": 1, "group_position": 0, "iterations": 3, "warmup_min": 0,
-                    "warmup_max": 2, "blocks": 0, "block_size": 0, "adaptive": None,
-                    "threads": 1, "seed": 0, "timeout_s": 60, "memory_limit_mb": None}
+        plan = Plan.from_config(validate({**tiny_config, "devices": [device]}))
+        settings = {**plan.trial_settings(plan.trials[0]), "cell_id": f"c-{device}"}
         result = make_result(settings, Outcome("ok", "", {"iteration_ns": [1, 2, 3]}, 0),
                              started_at="2026-01-01T00:00:00+00:00",
                              ended_at="2026-01-01T00:00:01+00:00",

@@ -243,7 +243,7 @@ def framework_runtime(framework: str) -> dict:
     Call it in the measuring child, after the backend ran, so that lazily loaded libraries
     (cuDNN, cuBLAS) are mapped. Never imports a framework that is not imported yet.
 
-    Usage (``fwbench.measure.trial.measure_trial``)::
+    Usage (``fwbench.measure.throughput.run_throughput``)::
 
         versions = {**backend.versions(), **provenance.framework_runtime(cell.framework)}
     """
