@@ -90,8 +90,8 @@ def rebuild_arguments(run_dir: str | os.PathLike, snakefile: str | os.PathLike) 
 MANIFEST = "rebuild.sha256"
 RECORDED = "recorded"
 TABLES = ("tables/*.parquet", "stats/*.csv", "audit/*.csv", "report/data/*.csv")
-REBUILT = (*TABLES, "report/data/*.html", "report/figures/*.svg", "report/report.html",
-           "report/report.pdf")
+REBUILT = (*TABLES, "report/data/*.html", "report/data/*.css", "report/figures/*.svg",
+           "report/report.html", "report/report.pdf", "README.md")
 
 
 def manifest(run_dir: str | os.PathLike, patterns=REBUILT) -> dict[str, str]:
