@@ -69,7 +69,8 @@ def test_a_run_resumed_in_another_session_counts_only_the_time_it_ran():
 
 def test_the_readme_lists_the_claims_judged_and_counts_those_it_cannot():
     text = _readme(_trials())
-    assert "This run judges 2 of the 5 published claims." in text
+    assert ("This run judges 1 of the 5 published claims in the paper's own setting, and "
+            "measures 1 more in another setting.") in text
     assert ("- patel2023-cpu-inference: measured in another setting (here: contradicted); "
             "differs: models lenet5 and resnet18 (paper: resnet18 and vgg16)") in text
     assert "- tian2020-resnet18-train: inconclusive, exploratory" in text

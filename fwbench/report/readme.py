@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fwbench.analysis.claims import PAPERS
+from fwbench.analysis.claims.setting import ANOTHER_SETTING
 from fwbench.analysis.claims.wording import count, join, label, missing, unique
 from fwbench.report.formatting import fmt
 from fwbench.report.inputs import Inputs
@@ -102,7 +103,9 @@ def judged(claims: list[dict]) -> str:
     """The claims the run judged, each with its status (and what differs from the paper's
     setting), then those it could not, counted per paper."""
     verdicts = [c for c in claims if c["verdict"] not in UNJUDGED]
-    lines = [f"This run judges {len(verdicts)} of the {len(claims)} published claims."]
+    elsewhere = sum(c["verdict"] == ANOTHER_SETTING for c in verdicts)
+    lines = [f"This run judges {len(verdicts) - elsewhere} of the {len(claims)} published claims "
+             f"in the paper's own setting, and measures {elsewhere} more in another setting."]
     for claim in verdicts:
         here = claim.get("verdict_here")
         status = claim["verdict"] + (f" (here: {here})" if here and not missing(here) else "")
