@@ -332,6 +332,11 @@ def _exec_calls(log: Path) -> list[dict]:
     return [c for c in calls if c["command"] == "exec"]
 
 
+# The tests that read the one container run share a worker, and so the run (`make test`
+# distributes --dist loadgroup).
+CONTAINER_RUN = "container_run"
+
+
 @pytest.fixture(scope="module")
 def container_run(tmp_path_factory):
     """The tiny config run once with --use-singularity through the fake apptainer."""
@@ -356,6 +361,7 @@ def _trial_results(workdir: Path) -> list[Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(CONTAINER_RUN)
 def test_use_singularity_runs_every_trial_in_its_pinned_image_and_nothing_else(container_run):
     workdir, urls, proc = container_run
     trials = _trial_results(workdir)
@@ -397,6 +403,7 @@ def test_use_singularity_runs_every_trial_in_its_pinned_image_and_nothing_else(c
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(CONTAINER_RUN)
 def test_rebuilding_the_report_from_results_reruns_no_experiment(container_run):
     workdir, _, _ = container_run
     rebuild = _container_run(workdir, "--cores", "1", "--dry-run", "--forcerun", "collect_tables")
@@ -405,6 +412,7 @@ def test_rebuilding_the_report_from_results_reruns_no_experiment(container_run):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(CONTAINER_RUN)
 def test_a_new_digest_for_one_framework_reruns_its_cells_and_their_partners(container_run,
                                                                             monkeypatch):
     workdir, _, _ = container_run

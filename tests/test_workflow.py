@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from fwbench.plan.config import load, validate
-from tests.conftest import BIN, REPO, snakemake
+from tests.conftest import BIN, REPO, TINY_CONFIG, snakemake
 from tests.reference_runs import REFERENCE, copy_shipped, rebuild
 
 pytestmark = pytest.mark.slow
@@ -30,19 +30,43 @@ def _trial_files(workdir: Path) -> list[Path]:
                   if p.name.count(".") == 1)
 
 
-def test_tiny_run_end_to_end_then_nothing_to_do(tmp_path, tiny_config):
-    tiny_config.update(trials=2, models={"lenet5": {"input_shapes": [[1, 28, 28], [1, 8, 8]]}})
-    _write_config(tmp_path, tiny_config)
-    proc = snakemake(tmp_path, "--configfile", "config.yaml", "--cores", "1")
+# PATH as on a machine where the project environment is not activated: `.venv/bin/snakemake`
+# must still run its host jobs (the idle baseline, the audit) with its own interpreter.
+BARE = {**os.environ, "PATH": "/usr/bin:/bin"}
+SNAKEMAKE = [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--cores", "1"]
+# The tests that read the one tiny run share a worker, and so the run (`make test` distributes
+# --dist loadgroup).
+TINY_RUN = "tiny_run"
+
+
+def _bare(workdir: Path, *command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(command), cwd=workdir, env=BARE, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> tuple[Path, dict, subprocess.CompletedProcess]:
+    """A tiny run of two trials per cell, one of its input shapes too small for LeNet-5, made
+    with nothing of the environment on PATH; tests that change it work on a copy."""
+    workdir = tmp_path_factory.mktemp("tiny-run")
+    config = {**TINY_CONFIG, "trials": 2,
+              "models": {"lenet5": {"input_shapes": [[1, 28, 28], [1, 8, 8]]}}}
+    _write_config(workdir, config)
+    return workdir, config, _bare(workdir, *SNAKEMAKE)
+
+
+@pytest.mark.xdist_group(TINY_RUN)
+def test_tiny_run_end_to_end_then_nothing_to_do(tiny_run):
+    workdir, config, proc = tiny_run
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = tmp_path / "results" / "tiny"
+    run = workdir / "results" / "tiny"
     trials = pd.read_parquet(run / "tables" / "trials.parquet")
-    assert len(trials) == 8 and len(_trial_files(tmp_path)) == 8
+    assert len(trials) == 8 and len(_trial_files(workdir)) == 8
 
     # Both frameworks ran with the configured threads although Snakemake exported 1 to each job.
     ok = trials[trials["status"] == "ok"]
     assert set(ok["framework"]) == {"pytorch", "tensorflow"}
-    assert (ok["threads_intra"] == tiny_config.get("threads", 1)).all()
+    assert (ok["threads_intra"] == config.get("threads", 1)).all()
     # The 8x8 input is too small for LeNet-5: a result row with its reason, not a hole.
     failed = trials[trials["status"] != "ok"]
     assert set(failed["status"]) == {"unsupported"} and len(failed) == 4
@@ -64,10 +88,10 @@ def test_tiny_run_end_to_end_then_nothing_to_do(tmp_path, tiny_config):
     assert (run / "report" / "report.pdf").read_bytes().startswith(b"%PDF")
     assert "lenet5" in (run / "report" / "report.html").read_text()
 
-    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in _trial_files(tmp_path)}
-    again = snakemake(tmp_path, "--configfile", "config.yaml", "--cores", "1")
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in _trial_files(workdir)}
+    again = _bare(workdir, *SNAKEMAKE)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
-    assert before == {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in _trial_files(tmp_path)}
+    assert before == {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in _trial_files(workdir)}
 
 
 def _finished(workdir: Path) -> dict[Path, tuple[int, bytes]]:
@@ -143,40 +167,29 @@ def test_a_missing_cell_file_stops_a_rebuild_and_is_never_measured(tmp_path):
     assert "Missing input files" in again.stderr
 
 
-# PATH as on a machine where the project environment is not activated: `.venv/bin/snakemake`
-# must still run its host jobs (the idle baseline, the audit) with its own interpreter.
-BARE = {**os.environ, "PATH": "/usr/bin:/bin"}
-
-
-def _bare(workdir: Path, *command: str) -> subprocess.CompletedProcess:
-    return subprocess.run(list(command), cwd=workdir, env=BARE, capture_output=True, text=True,
-                          timeout=600)
-
-
-def test_a_run_keeps_its_config_and_rebuilds_from_it_anywhere(tmp_path, tiny_config):
+@pytest.mark.xdist_group(TINY_RUN)
+def test_a_run_keeps_its_config_and_rebuilds_from_it_anywhere(tmp_path, tiny_run):
     """With nothing of the environment on PATH: a tiny run (host rules included) saves its
     resolved config; it rebuilds from that config, not from the changed config.yaml beside it,
     and in another folder under another name; a truncated trial file then stops the rebuild
     with the cause, read from the failed rule's log, on the terminal."""
-    _write_config(tmp_path, tiny_config)
-    snakemake_command = [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--cores",
-                         "1"]
-    done = _bare(tmp_path, *snakemake_command)
+    workdir, config, done = tiny_run
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    tmp_path = Path(shutil.copytree(workdir, tmp_path / "run"))
     saved = tmp_path / "results" / "tiny" / "config.yaml"
-    assert load(saved) == validate(tiny_config)
+    assert load(saved) == validate(config)
     assert "statistics" in yaml.safe_load(saved.read_text())   # the analysis plan with it
     # The audit's diff against another audited run: a host rule too.
     other = tmp_path / "results" / "other" / "audit"
     other.mkdir(parents=True)
     shutil.copy(tmp_path / "results" / "tiny" / "audit" / "versions.csv", other)
-    audit = _bare(tmp_path, *snakemake_command, "audit")
+    audit = _bare(tmp_path, *SNAKEMAKE, "audit")
     assert audit.returncode == 0, audit.stderr[-3000:]
     assert (tmp_path / "results" / "tiny" / "audit" / "diff-other.csv").is_file()
 
     # The workflow's config changes: the run still rebuilds from its own (a new model's cells
     # would have no trials to read).
-    _write_config(tmp_path, {**tiny_config, "models": {**tiny_config["models"], "resnet18": {
+    _write_config(tmp_path, {**config, "models": {**config["models"], "resnet18": {
         "input_shapes": [[3, 32, 32]]}}})
     fwbench_command = [str(BIN / "python"), "-m", "fwbench", "rebuild"]
     rebuilt = _bare(tmp_path, *fwbench_command, "results/tiny")
@@ -189,7 +202,7 @@ def test_a_run_keeps_its_config_and_rebuilds_from_it_anywhere(tmp_path, tiny_con
     shutil.copytree(tmp_path / "results" / "tiny", elsewhere / "results" / "copied")
     copied = _bare(elsewhere, *fwbench_command, "results/copied")
     assert copied.returncode == 0, copied.stderr[-3000:]
-    assert len(pd.read_parquet(elsewhere / "results/copied/tables/trials.parquet")) == 2
+    assert len(pd.read_parquet(elsewhere / "results/copied/tables/trials.parquet")) == 8
     assert yaml.safe_load((elsewhere / "results/copied/config.yaml").read_text())["run"] == "copied"
 
     trial = _trial_files(elsewhere)[0]
