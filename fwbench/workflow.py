@@ -14,6 +14,8 @@ import sys
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
+import yaml
+
 from fwbench.errors import FwbenchError
 
 
@@ -78,9 +80,20 @@ def rebuild_arguments(run_dir: str | os.PathLike, snakefile: str | os.PathLike) 
             f"{run_dir / RUN_CONFIG} is missing: a run saves the config it measured with when "
             "it starts, and rebuilds from it; copy that config there (its `run` may differ)")
     return ["--snakefile", str(snakefile), "--directory", str(run_dir.parent.parent),
-            "--cores", "1", "--configfile", str(run_dir / RUN_CONFIG), "--replace-workflow-config",
+            "--cores", str(_trial_cores(run_dir / RUN_CONFIG)),
+            "--configfile", str(run_dir / RUN_CONFIG), "--replace-workflow-config",
             "--config", f"run={run_dir.name}", "--forcerun", *COLLECT_RULES,
             "--allowed-rules", *HOST_RULES]
+
+
+def _trial_cores(run_config: Path) -> int:
+    """The most cores a trial of the run took (threads per process, times the processes of a
+    distributed cell, as fwbench.plan.sweep.Plan.threads counts them): the workflow refuses to
+    plan trials on fewer, though a rebuild runs none."""
+    config = yaml.safe_load(run_config.read_text())
+    processes = config["distributed"]["world_sizes"] if config["experiment"] == "distributed" \
+        else [1]
+    return config["threads"] * max(processes)
 
 
 # What a rebuild writes and its checksums, one "sha256  path" line per file: the proof that the
