@@ -118,6 +118,10 @@ def test_a_distributed_run_draws_scaling_compares_strategies_and_judges_patel202
     assert re.search(r"scaling efficiency 0\.9\d+ \[[\d.]+, [\d.]+\]( at [\d.]+ %)? "
                      r"\(near-linear\)", ours), ours
     assert "whole interval at or above 0.9" in ours
+    # the cells of a model and phase at 1 and 2 devices are told apart wherever a figure lists them
+    labels = "".join(p.read_text() for p in (tmp_path / "figures").glob("*.svg"))
+    assert re.search(r"resnet18 train [^<]*\b1 process\b", labels)
+    assert re.search(r"resnet18 train [^<]*\b2 processes\b", labels)
     text = visible(page).text
     assert re.search(r"3\.\d+ Beyond one device: scaling and strategies", text)
     assert not LEAKS.findall(text), LEAKS.findall(text)[:5]

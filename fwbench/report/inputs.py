@@ -175,11 +175,11 @@ def _read_table(path, name: str) -> tuple[pd.DataFrame, str | None]:
 
 def normalize_axes(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.copy()
-    if "batch_size" in frame:
-        frame["batch_size"] = pd.to_numeric(frame["batch_size"], errors="coerce").astype("Int64")
+    counts = ("batch_size", "world_size")
     for axis in PAIR_AXES + ["framework", "pair_id", "cell_id"]:
-        if axis in frame and axis != "batch_size":
-            frame[axis] = frame[axis].astype(str)
+        if axis in frame:
+            frame[axis] = pd.to_numeric(frame[axis], errors="coerce").astype("Int64") \
+                if axis in counts else frame[axis].astype(str)
     return frame
 
 

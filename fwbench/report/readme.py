@@ -82,7 +82,7 @@ def duration(seconds: float) -> str:
 def load(trials: pd.DataFrame) -> str:
     """How busy the machine was while the trials measured: every core's busy share during
     each trial (its telemetry's mean CPU utilization), against what the trial's own threads
-    could use; the rest was other work."""
+    could use; what is beyond that was other work."""
     if "cpu_util_mean" not in trials or trials["cpu_util_mean"].isna().all():
         return "The trials recorded no CPU utilization, so the load while measuring is unknown."
     busy = trials["cpu_util_mean"].dropna().astype(float) / 100
@@ -93,9 +93,11 @@ def load(trials: pd.DataFrame) -> str:
     if len(threads) == 1 and len(cpus) == 1:
         world = int(trials["world_size"].fillna(1).max()) if "world_size" in trials else 1
         own = int(threads[0]) * world
-        text += (f" A trial's own {count(own, 'thread')} could keep "
-                 f"{fmt(min(1.0, own / int(cpus[0])), 'share')} of the {cpus[0]} logical "
-                 "processors busy; the rest was other work on the machine.")
+        share = min(1.0, own / int(cpus[0]))
+        text += (f" A trial's own {count(own, 'thread')} could keep {fmt(share, 'share')} of "
+                 f"the {cpus[0]} logical processors busy; "
+                 + ("the rest was other work on the machine." if busy.median() > share else
+                    "the median stays within that, so it shows no other work."))
     return text
 
 

@@ -74,7 +74,8 @@ def every_cell(shared: list[str]) -> str:
 
 
 def axis_header(axis: str) -> str:
-    return {"batch_size": "Batch", "input_shape": "Shape"}.get(axis, axis.capitalize())
+    return {"batch_size": "Batch", "input_shape": "Shape", "world_size": "Processes"}.get(
+        axis, axis.capitalize())
 
 
 def sorted_rows(frame: pd.DataFrame, extra: list[str] = ()) -> pd.DataFrame:

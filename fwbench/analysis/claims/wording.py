@@ -7,6 +7,8 @@ number goes through ``numbers.fmt``, of which ``sig``, ``ratio``, ``fmt_duration
 
 from __future__ import annotations
 
+import pandas as pd
+
 from fwbench.analysis.claims.numbers import fmt
 
 FRAMEWORK_LABELS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
@@ -15,17 +17,17 @@ OUTCOME_LABELS = {"pytorch_faster": "PyTorch faster", "tensorflow_faster": "Tens
 
 # Axis columns that name a pair, in the order a label lists them.
 PAIR_AXES = ["experiment", "device", "model", "phase", "batch_size", "input_shape", "precision",
-             "mode", "profile", "optimizer"]
+             "mode", "profile", "optimizer", "world_size"]
 # Axes that tell training results apart: a pair's, but the phase (always train).
 TRAINING_AXES = [a for a in PAIR_AXES if a != "phase"]
 
 
 def missing(value) -> bool:
     """True for None, NaN, NaT and pandas' NA: a value that was not measured."""
-    if value is None:
+    if value is None or value is pd.NA:  # NA's truth is itself NA
         return True
     try:
-        return bool(value != value)  # NaN, NaT and NA are not equal to themselves
+        return bool(value != value)  # NaN and NaT are not equal to themselves
     except (TypeError, ValueError):
         return False
 

@@ -23,7 +23,17 @@ from matplotlib.figure import Figure as MplFigure  # noqa: E402
 # A table's cells are read as the verdicts read them (fwbench.analysis.claims.wording).
 from fwbench.analysis.claims import wording  # noqa: E402
 from fwbench.analysis.claims.numbers import fmt  # noqa: E402
-from fwbench.analysis.claims.wording import flag, is_exploratory, missing, outcome  # noqa: E402,F401
+from fwbench.analysis.claims.wording import (  # noqa: E402,F401
+    FRAMEWORK_LABELS,
+    OUTCOME_LABELS,
+    PAIR_AXES,
+    flag,
+    is_exploratory,
+    missing,
+    outcome,
+)
+from fwbench.analysis.tables import AXIS_DEFAULTS  # noqa: E402
+from fwbench.report.formatting import count  # noqa: E402
 
 RC = {
     "svg.hashsalt": "fwbench",
@@ -43,14 +53,7 @@ SVG_METADATA = {"Date": None}
 # One colour per outcome and per framework, the same in every figure (colour-blind safe).
 OUTCOME_COLOURS = {"pytorch_faster": "#d55e00", "tensorflow_faster": "#0072b2",
                    "equivalent": "#009e73", "inconclusive": "#7f7f7f"}
-OUTCOME_LABELS = {"pytorch_faster": "PyTorch faster", "tensorflow_faster": "TensorFlow faster",
-                  "equivalent": "equivalent", "inconclusive": "inconclusive"}
 FRAMEWORK_COLOURS = {"pytorch": "#d55e00", "tensorflow": "#0072b2"}
-FRAMEWORK_LABELS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
-
-# Axis columns that name a pair, in the order a label lists them.
-PAIR_AXES = ["experiment", "device", "model", "phase", "batch_size", "input_shape", "precision",
-             "mode", "profile", "optimizer"]
 
 # Panels a multi-panel figure draws at most; its table has every row.
 MAX_PANELS = 6
@@ -101,10 +104,11 @@ def pair_label(row, varying: list[str]) -> str:
     """A short label for a pair naming only the axes that vary across the figure."""
     parts = [str(row["model"]), str(row["phase"])]
     for axis in varying:
-        if axis in ("model", "phase"):
-            continue
         value = row[axis]
-        parts.append(f"b{value}" if axis == "batch_size" else str(value))
+        if axis in ("model", "phase") or missing(value):
+            continue
+        parts.append(f"b{value}" if axis == "batch_size" else
+                     count(value, "process", "processes") if axis == "world_size" else str(value))
     return " ".join(parts)
 
 
@@ -113,12 +117,12 @@ def varying_axes(frame) -> list[str]:
 
 
 def constant_axes(frame, axes=PAIR_AXES) -> dict:
-    """The axes with one value over the frame, for a caption. One that is "none" there does
-    not apply to these cells (fwbench.analysis.tables.AXIS_DEFAULTS: a throughput cell's optimizer)
-    and is left out."""
+    """The axes with one value over the frame, for a caption. One whose value is its default in
+    fwbench.analysis.tables.AXIS_DEFAULTS does not apply to these cells (a throughput cell's
+    optimizer, one process) and is left out."""
     return {a: str(frame[a].iloc[0]) for a in axes
             if a in frame.columns and len(frame) and frame[a].astype(str).nunique() == 1
-            and str(frame[a].iloc[0]) != "none"}
+            and str(frame[a].iloc[0]) not in ("none", str(AXIS_DEFAULTS.get(a)))}
 
 
 def sort_pairs(frame):

@@ -30,24 +30,28 @@ def _values(trials: pd.DataFrame, column: str) -> str:
 
 def describe(trials: pd.DataFrame) -> str:
     """A few sentences on the machine; "" when the trials recorded none of it."""
-    out = []
     cpus, model = _values(trials, "cpu_count"), _values(trials, "cpu_model")
+    hardware = []
     if cpus or model:
-        out.append(f"{count(cpus, 'logical processor') if cpus else 'Processors'}"
-                   + (f" ({model})" if model else ""))
+        hardware.append(f"{count(cpus, 'logical processor') if cpus else 'processors'}"
+                        + (f" ({model})" if model else ""))
     gpu = _values(trials, "device_name")
     gpu_used = "device" in trials and trials["device"].astype(str).eq("cuda").any()
     if gpu:
         driver = _values(trials, "driver")
-        out.append(f"GPU {gpu}" + (f", NVIDIA driver {driver}" if driver else ""))
-    elif not gpu_used:
-        out.append("no GPU used")
-    system = _values(trials, "platform")
+        hardware.append(f"the GPU {gpu}" + (f" (NVIDIA driver {driver})" if driver else ""))
+    system, host = _values(trials, "platform"), _values(trials, "hostname")
+    clauses = [f"The trials ran on {wording.join(hardware) or 'an undescribed machine'}"]
+    if not gpu and not gpu_used:
+        clauses.append("with no GPU")
     if system:
-        out.append(_platform(system))
-    host = _values(trials, "hostname")
-    sentences = [wording.join(out)[:1].upper() + wording.join(out)[1:]
-                 + (f", on the host `{host}`." if host else ".")] if out else []
+        clauses.append(f"under {_platform(system)}")
+    if host:
+        clauses.append(f"on the host `{host}`")
+    if hardware or system or host:
+        sentences = [", ".join(clauses) + "."]
+    else:
+        sentences = [] if gpu_used else ["No GPU used."]
     smt = wording.unique(trials, "cpu_smt")
     if smt:
         sentences.append("Simultaneous multithreading: "

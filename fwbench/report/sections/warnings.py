@@ -19,8 +19,12 @@ def context(data: Inputs, soft: list[dict]) -> list[str]:
     if len(set(commits)) > 1:
         counts = pd.Series(commits).value_counts().sort_index()
         listed = wording.join(f"{c[:12]} ({n} trials)" for c, n in counts.items())
+        first, *_, last = counts.index
         out.append(f"This run mixes workflow commits: {listed}. Trials measured by different "
-                   "code are compared as if they were one run; re-run the older trials.")
+                   "code are compared as if they were one run: check that the commits differ "
+                   "in nothing that measures (`git diff --stat "
+                   f"{first[:12]} {last[:12]} -- fwbench rules Snakefile`), or re-run the "
+                   "older trials.")
     if "git_commit" in trials and trials["git_commit"].isna().any():
         out.append(f"{count(int(trials['git_commit'].isna().sum()), 'trial')} recorded no workflow "
                    "commit (git could not tell).")
