@@ -90,10 +90,11 @@ def _trial_cores(run_config: Path) -> int:
     """The most cores a trial of the run took (threads per process, times the processes of a
     distributed cell, as fwbench.plan.sweep.Plan.threads counts them): the workflow refuses to
     plan trials on fewer, though a rebuild runs none."""
-    config = yaml.safe_load(run_config.read_text())
-    processes = config["distributed"]["world_sizes"] if config["experiment"] == "distributed" \
-        else [1]
-    return config["threads"] * max(processes)
+    config = yaml.safe_load(run_config.read_text()) or {}
+    processes = [1]
+    if config.get("experiment") == "distributed":
+        processes = config.get("distributed", {}).get("world_sizes") or processes
+    return config.get("threads", 1) * max(processes)
 
 
 # What a rebuild writes and its checksums, one "sha256  path" line per file: the proof that the
