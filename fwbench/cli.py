@@ -58,6 +58,17 @@ def _trial_command(args) -> int:
     return 0
 
 
+def _fix_warmup_command(args) -> int:
+    from fwbench.analysis.steady_state import fixed_warmup
+    from fwbench.measure.results import load_trial, write_json
+
+    record = fixed_warmup(load_trial(args.calibration), warmup_min=args.min, warmup_max=args.max)
+    write_json(record, args.out)
+    print(f"{record['cell_id']}: warm up {record['iterations']} steps ({record['reason']})",
+          file=sys.stderr)
+    return 0
+
+
 def _epoch_ns(seconds: str | None) -> int | None:
     """Bash's ``$EPOCHREALTIME`` ("1732451234.123456", a comma in some locales) in ns; None
     when the shell has none (not bash 5)."""
@@ -88,6 +99,15 @@ def _unlock_command(args) -> int:
         print("fwbench: removing the stale lock of an interrupted run.", file=sys.stderr)
         snakefile = SOURCE_DIR / "Snakefile"
         return _snakemake(["--snakefile", str(snakefile), "--unlock", "--cores", "1"])
+    return 0
+
+
+def _restore_times_command(args) -> int:
+    from fwbench import workflow
+
+    count = workflow.restore_times(_run_dir(args.run_dir))
+    print(f"fwbench: {count} files of {args.run_dir} carry the time they were measured again.",
+          file=sys.stderr)
     return 0
 
 
@@ -319,6 +339,17 @@ def build_parser() -> argparse.ArgumentParser:
         "so it never breaks into a run that is still going. Then resume with "
         "`snakemake --cores 1 --rerun-incomplete`.", _unlock_command)
 
+    restore = _command(
+        commands, "restore-times", "before resuming a run in a fresh clone or a copy: give its "
+        "files the times they were measured, so that only what is missing runs",
+        "Git and a copy without -p stamp every file with the time of the clone, in any order, "
+        "and Snakemake reruns what looks older than its inputs: resuming a committed, "
+        "unfinished run would measure finished trials again. This sets each trial, calibration "
+        "and warm-up file of RUN to the time its result records. Then resume with the run's "
+        "command and --rerun-incomplete.", _restore_times_command)
+    restore.add_argument("run_dir", metavar="RUN", help="the run's folder, e.g. "
+                         "results/dai2022-cpu")
+
     pin = _command(
         commands, "pin-images", "record the digest each framework image's tag points to now, "
         "in containers/images.lock (needs skopeo, crane or docker)",
@@ -339,6 +370,17 @@ def build_parser() -> argparse.ArgumentParser:
     idle.add_argument("--out", required=True, help="the JSON file to write")
     idle.add_argument("--duration", type=float, default=3.0, help="seconds (default 3)")
     idle.add_argument("--period", type=float, default=0.1, help="sampling period in seconds")
+
+    warmup = _command(
+        commands, "fix-warmup", None,
+        "Run by the workflow after a cell's calibration trial. Find where its single steps "
+        "reach their steady state (a changepoint analysis) and write the warm-up every trial "
+        "of the cell takes, within [--min, --max] steps.", _fix_warmup_command)
+    warmup.add_argument("--calibration", required=True, help="the cell's calibration.json")
+    warmup.add_argument("--out", required=True, help="the warmup.json to write")
+    warmup.add_argument("--min", type=int, required=True, help="fewest warm-up steps")
+    warmup.add_argument("--max", type=int, required=True,
+                        help="most warm-up steps, and the warm-up when none is found")
 
     trial = _command(
         commands, "trial", None,

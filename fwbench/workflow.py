@@ -63,6 +63,46 @@ def own_python_first(environ) -> None:
                                        environ.get("PATH", os.defpath)])
 
 
+def restore_times(run_dir: str | os.PathLike) -> int:
+    """Give every measured file of a run the modification time of its measurement, read from
+    the results themselves (``ended_at``), and return how many files were set. A git clone or
+    a copy without ``-p`` stamps files with the time of the copy, in any order; Snakemake's
+    mtime trigger then takes warm-up records and first members of pairs for newer than the
+    trials after them, and a resume re-measures finished trials. The run's environment
+    records (idle baseline, data) come before all of them; a cell's warm-up record and profile
+    come right after what they are made from."""
+    run_dir = Path(run_dir)
+    set_count = 0
+    stamps = {}
+    for result in run_dir.glob("cells/*/*/*/*/*/*.json"):
+        stem = result.name.removesuffix(".json")
+        if stem == "calibration" or re.fullmatch(r"trial-\d+", stem):
+            ended = json.loads(result.read_text()).get("ended_at")
+            if ended:
+                stamps[result.parent, stem] = datetime.fromisoformat(ended).timestamp()
+    step = 0.001
+    for (cell, stem), stamp in stamps.items():
+        for path in cell.glob(f"{stem}.*"):
+            set_count += _set_mtime(path, stamp)
+        if stem == "calibration":
+            set_count += _set_mtime(cell / "warmup.json", stamp + step)
+    for cell in {cell for cell, _ in stamps}:
+        last = max(stamp for (c, _), stamp in stamps.items() if c == cell)
+        set_count += _set_mtime(cell / "profile.json", last + step)
+    if stamps:
+        first = min(stamps.values()) - 1
+        for path in (run_dir / "environment").glob("*.json"):
+            set_count += _set_mtime(path, first)
+    return set_count
+
+
+def _set_mtime(path: Path, stamp: float) -> int:
+    if not path.is_file():
+        return 0
+    os.utime(path, (stamp, stamp))
+    return 1
+
+
 # The resolved config a run measured with, in its folder (fwbench.plan.config.save, when the
 # run starts): what rebuilds it, and what the commands over several runs read.
 RUN_CONFIG = "config.yaml"

@@ -62,8 +62,10 @@ rule calibrate_cell:
 
 
 # Host side: the changepoint analysis of the calibration's steps (fwbench.analysis.steady_state)
-# and the warm-up it fixes (fwbench.measure.calibration.fix_warmup). It takes the benchmark
-# slot, so it never runs beside a timed trial.
+# and the warm-up it fixes (fwbench.measure.calibration.fix_warmup), through `fwbench
+# fix-warmup`. It takes the benchmark slot, so it never runs beside a timed trial. A command,
+# not a script: Snakemake reruns a script's rule whenever the script file is newer than the
+# output, as every file of a fresh clone is, and every trial after it would be measured again.
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule fix_warmup:
     input:
@@ -77,8 +79,9 @@ rule fix_warmup:
         benchmark_slot=1,
     params:
         warmup=lookup(dpath="warmup", within=config),
-    script:
-        "../scripts/fix_warmup.py"
+    shell:
+        "python -m fwbench fix-warmup --calibration {input.calibration} --out {output.warmup}"
+        " --min {params.warmup[min]} --max {params.warmup[max]} > {log} 2>&1"
 
 
 # Calls fwbench.measure.trial.run_trial (through `fwbench trial`, fwbench.cli).

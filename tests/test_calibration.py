@@ -1,4 +1,4 @@
-"""fwbench/measure/calibration.py and scripts/fix_warmup.py: a cell's warm-up, fixed from its
+"""fwbench/measure/calibration.py and `fwbench fix-warmup`: a cell's warm-up, fixed from its
 calibration trial by the changepoint analysis, then read by each of its trials."""
 
 import dataclasses
@@ -9,7 +9,7 @@ import pytest
 
 from fwbench.analysis import steady_state
 from fwbench.errors import ResultError
-from fwbench.measure.calibration import fix_warmup, read_warmup, uncalibrated
+from fwbench.measure.calibration import read_warmup, uncalibrated
 from fwbench.measure.results import write_json
 from fwbench.measure.settings import TrialSettings
 from fwbench.measure.trial import with_warmup
@@ -23,12 +23,8 @@ def _calibration(times, status="ok"):
 
 
 def _fix(times, status="ok", **bounds):
-    calibration = _calibration(times, status)
-    ok = status == "ok"
-    return fix_warmup(calibration, found=steady_state.warmup_end(times) if ok else None,
-                      kind=steady_state.classify(times) if ok else None,
-                      changepoints=steady_state.changepoints(times) if ok else [],
-                      **{"warmup_min": 5, "warmup_max": 100, **bounds})
+    return steady_state.fixed_warmup(_calibration(times, status),
+                                     **{"warmup_min": 5, "warmup_max": 100, **bounds})
 
 
 def _warming_up(steps_slow, total=600, seed=0):

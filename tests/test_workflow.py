@@ -157,6 +157,40 @@ def test_kill_9_at_three_moments_then_resume_touches_no_finished_trial(tmp_path,
     assert len(trials) == 6 and trials["pair_adjacent"].all()
 
 
+@pytest.mark.xdist_group(TINY_RUN)
+def test_a_clone_of_a_finished_run_resumes_measuring_nothing_once_its_times_are_restored(
+        tmp_path, tiny_run):
+    """A git clone stamps every file with the time of the clone, in any order: here the
+    reverse of the order they were measured in, the worst case. Snakemake then takes trials
+    for older than their warm-up records and partners and would measure them again;
+    `fwbench restore-times` gives each file its measured time back and nothing runs."""
+    workdir, _, done = tiny_run
+    assert done.returncode == 0, done.stderr[-3000:]
+    clone = tmp_path / "clone"
+    shutil.copytree(workdir / "results", clone / "results", copy_function=shutil.copyfile)
+    shutil.copy(workdir / "config.yaml", clone)
+    files = sorted((clone / "results" / "tiny" / "cells").rglob("*"), key=lambda p: str(p))
+    for age, path in enumerate(reversed([p for p in files if p.is_file()])):
+        os.utime(path, (1e9 + age, 1e9 + age))
+
+    def dry_run() -> str:
+        proc = _bare(clone, *SNAKEMAKE, "--dry-run", "benchmarks_only")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout + proc.stderr
+
+    assert "run_trial" in dry_run()
+    restored = _bare(clone, str(BIN / "python"), "-m", "fwbench", "restore-times",
+                     "results/tiny")
+    assert restored.returncode == 0, restored.stderr
+    assert "Nothing to be done" in dry_run()
+    # The jobs a trial waits for run commands, not scripts (whose file's time reruns them).
+    rules = (REPO / "rules" / "benchmark.smk").read_text()
+    for rule in ("calibrate_cell", "fix_warmup", "run_trial"):
+        body = rules.split(f"rule {rule}:", 1)[1].split("\nrule ", 1)[0]
+        assert re.search(r"^    shell:", body, re.M) and not re.search(r"^    script:", body,
+                                                                         re.M), rule
+
+
 def test_a_missing_cell_file_stops_a_rebuild_and_is_never_measured(tmp_path):
     """A rebuild of a run that lacks a trial result stops; it never measures one. (That a
     complete rebuild measures nothing and leaves every cell file as it was: test_rebuild.py.)"""

@@ -31,6 +31,8 @@ import math
 
 import numpy as np
 
+from fwbench.measure.calibration import fix_warmup
+
 __all__ = ["changepoints", "warmup_end", "classify", "CLASSES", "PENALTY_PER_LOG_N",
            "MIN_SIZE", "EQUIVALENCE", "FINAL_FRACTION"]
 
@@ -164,3 +166,13 @@ def warmup_end(times, *, penalty_per_log_n: float = PENALTY_PER_LOG_N,
     if first and t.size - start < final_fraction * t.size:
         return None
     return int(start)
+
+
+def fixed_warmup(calibration: dict, *, warmup_min: int, warmup_max: int) -> dict:
+    """A cell's warm-up record (fwbench.measure.calibration.fix_warmup) from what this analysis
+    finds in its calibration trial's single steps; a failed calibration finds nothing."""
+    times = calibration["iteration_ns"] if calibration["status"] == "ok" else []
+    return fix_warmup(calibration, found=warmup_end(times) if times else None,
+                      kind=classify(times) if times else None,
+                      changepoints=changepoints(times) if times else [],
+                      warmup_min=warmup_min, warmup_max=warmup_max)

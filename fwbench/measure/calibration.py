@@ -4,7 +4,7 @@ The calibration trial is a fresh process like a trial, timing only single steps 
 start: for ``warmup.calibration_s`` and at least twice ``warmup.max``
 (fwbench.measure.harness.Schedule). On the host, a changepoint analysis of those steps finds
 where the steady state starts (fwbench.analysis.steady_state: PELT, as Barrett et al., OOPSLA
-2017, classify runs; scripts/fix_warmup.py calls it), and ``fix_warmup`` turns what it found
+2017, classify runs; `fwbench fix-warmup` calls it), and ``fix_warmup`` turns what it found
 into the count every trial of the cell warms up, written to the cell's ``warmup.json``:
 
 - steady from step k (a warm-up, a flat run, or a slowdown that settles): k steps, at least
