@@ -66,6 +66,7 @@ rule calibrate_cell:
 # fix-warmup`. It takes the benchmark slot, so it never runs beside a timed trial. A command,
 # not a script: Snakemake reruns a script's rule whenever the script file is newer than the
 # output, as every file of a fresh clone is, and every trial after it would be measured again.
+# Calls fwbench.analysis.steady_state.fixed_warmup (through `fwbench fix-warmup`, fwbench.cli).
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule fix_warmup:
     input:
