@@ -7,8 +7,9 @@ For every cell of the config's plan (throughput cells, `idiomatic` mode), rounds
 fresh processes per framework, in an order that swaps every round:
 
 - fwbench: one trial through the command the workflow runs (``python -m fwbench trial`` with the
-  plan's settings, warm-up ``warmup.max``); its value is its throughput, the mean time per step
-  over its timed blocks (sum of ``block_ns`` over the steps they hold);
+  plan's settings, but the peers' warm-up of 30 steps and 2 s of timed blocks, so both sides
+  time the same window of a process's life); its value is its throughput, the mean time per
+  step over its timed blocks (sum of ``block_ns`` over the steps they hold);
 - the peer: a plain script with the same model builder, batch, shapes, threads and optimizer
   that times the step as each framework's documentation shows, also as a mean time per step
   over blocks: PyTorch with ``torch.utils.benchmark.Timer.blocked_autorange`` (its mean),
@@ -42,7 +43,11 @@ from fwbench.plan.config import load  # noqa: E402
 from fwbench.plan.sweep import Plan  # noqa: E402
 
 GOAL = (0.9, 1.1)
-PEER_SECONDS = 2.0  # timed per peer process, after its warm-up
+# Both sides warm up as many steps and time their blocks for as long: on a host where one
+# process's step drifts by 10-20 % from one window to the next, timers that time different
+# windows differ by that much whatever their method.
+WARMUP_STEPS = 30
+PEER_SECONDS = 2.0  # timed per process, after the warm-up
 
 
 # --- the peers: each framework timed its own way, in a fresh process --------------------------
@@ -73,7 +78,7 @@ def peer_pytorch(cell: Cell, threads: int, seed: int) -> float:
     timer = benchmark.Timer(stmt, num_threads=threads, globals={
         "torch": torch, "model": model, "x": x, "y": y, "optimizer": optimizer,
         "loss_fn": loss_fn})
-    timer.timeit(30)  # warm-up, as a user would before timing
+    timer.timeit(WARMUP_STEPS)  # warm-up, as a user would before timing
     return timer.blocked_autorange(min_run_time=PEER_SECONDS).mean
 
 
@@ -111,7 +116,7 @@ def peer_tensorflow(cell: Cell, threads: int, seed: int) -> float:
 
     fn = train if cell.phase == "train" else infer
     call = fn if cell.device == "cpu" else lambda: (fn(), tf.test.experimental.sync_devices())
-    for _ in range(30):  # tracing and warm-up
+    for _ in range(WARMUP_STEPS):  # tracing and warm-up
         call()
     timer = timeit.Timer(call)
     number, block_s = timer.autorange()
@@ -149,7 +154,8 @@ def run_peer(settings: dict) -> float:
 
 
 def cells_to_time(plan: Plan, only: list[str]) -> dict[Cell, dict]:
-    """The first trial's settings of each throughput cell in idiomatic mode (the peers' step)."""
+    """The first trial's settings of each throughput cell in idiomatic mode (the peers' step),
+    warming up and timing blocks for as long as the peers do."""
     chosen = {}
     for trial in plan.trials:
         cell = trial.cell
@@ -157,7 +163,8 @@ def cells_to_time(plan: Plan, only: list[str]) -> dict[Cell, dict]:
             continue
         if only and not any(part in cell.id for part in only):
             continue
-        chosen[cell] = plan.trial_settings(trial)
+        chosen[cell] = {**plan.trial_settings(trial), "warmup_max": WARMUP_STEPS,
+                        "blocks_run_time_s": PEER_SECONDS}
     return chosen
 
 
