@@ -81,14 +81,15 @@ def restore_times(run_dir: str | os.PathLike) -> int:
             if ended:
                 stamps[result.parent, stem] = datetime.fromisoformat(ended).timestamp()
     step = 0.001
+    last = {}
     for (cell, stem), stamp in stamps.items():
         for path in cell.glob(f"{stem}.*"):
             set_count += _set_mtime(path, stamp)
         if stem == "calibration":
             set_count += _set_mtime(cell / "warmup.json", stamp + step)
-    for cell in {cell for cell, _ in stamps}:
-        last = max(stamp for (c, _), stamp in stamps.items() if c == cell)
-        set_count += _set_mtime(cell / "profile.json", last + step)
+        last[cell] = max(stamp, last.get(cell, stamp))
+    for cell, stamp in last.items():
+        set_count += _set_mtime(cell / "profile.json", stamp + step)
     if stamps:
         first = min(stamps.values()) - 1
         for path in (run_dir / "environment").glob("*.json"):
