@@ -49,10 +49,11 @@ BATCH = 4
 STEPS = 3
 NAMES = list(zoo.MODELS)
 # Minutes of CPU on a 2-core machine (resnet18_cifar's training: about 15 s per optimizer, its
-# first stage computing at 32x32): run with the slow tests.
+# first stage computing at 32x32): `make test-deep` runs them, `make test` leaves them out.
+DEEP = [pytest.mark.slow, pytest.mark.deep]
 SLOW = {"counts": {"resnet152", "vgg16", "deepspeech2", "bert_base"},
         "inference": {"resnet152"},
-        "training": {"resnet152", "mobilenet_v2", "efficientnet_b4", "resnet18_cifar"}}
+        "training": {"resnet152", "vgg16", "mobilenet_v2", "efficientnet_b4", "resnet18_cifar"}}
 # Deep BatchNorm networks at 32x32 explode at initialisation (gradient norms in the thousands):
 # at the recipe's rates three steps are chaotic, so these checks take smaller steps.
 # (resnet152's gradient norm is 7.6e5 at 32x32, batch 4.)
@@ -88,7 +89,7 @@ def floatx(dtype: str):
 
 
 def _cases(kind):
-    return [pytest.param(name, marks=[pytest.mark.slow] if name in SLOW[kind] else [])
+    return [pytest.param(name, marks=DEEP if name in SLOW[kind] else [])
             for name in NAMES]
 
 
@@ -288,7 +289,7 @@ def _training_cases():
         for optimizer in zoo.OPTIMIZERS:
             if optimizer == "sgd" and name in SGD_SHOWN_ELSEWHERE:
                 continue
-            marks = [pytest.mark.slow] if name in SLOW["training"] else []
+            marks = DEEP if name in SLOW["training"] else []
             yield pytest.param(name, optimizer, marks=marks, id=f"{name}-{optimizer}")
 
 
@@ -446,6 +447,7 @@ def test_a_pytorch_lenet5_inference_trial_imports_neither_torchvision_nor_dynamo
 # --- 9. keras.applications: the differences recorded are real ------------------------------------
 
 @pytest.mark.slow
+@pytest.mark.deep
 def test_keras_applications_differ_as_recorded():
     apps = keras.applications
     resnet152 = apps.ResNet152(weights=None)
