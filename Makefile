@@ -48,8 +48,8 @@ test: $(INSTALLED) test-tools
 	$(PYTEST) -m "not deep"
 
 # The deep networks (resnet152, efficientnet_b4, mobilenet_v2, resnet18_cifar, ...) proven equal
-# in both frameworks: parameter counts, outputs and training in float64 and float32 (a minute
-# of CPU each; they change only with the model zoo).
+# in both frameworks: parameter counts, outputs and training in float64 and float32 (up to a
+# minute of CPU each; they change only with the model zoo).
 .PHONY: test-deep
 test-deep: $(INSTALLED)
 	$(PYTEST) -m deep

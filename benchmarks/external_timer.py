@@ -20,9 +20,9 @@ fresh processes per framework, in an order that swaps every round:
 It prints, per cell, the median over rounds of each side and of the rounds' fwbench/peer
 ratios (the two sides of a round run back to back, so a round's ratio leaves out how the
 machine's speed moved between rounds), then per framework the geometric mean of the cells'
-ratios. Goal (issue 15): every ratio in [0.9, 1.1]; the exit
-status is 1 when one is outside. ``--profile defaults+layout`` makes fwbench force NHWC on
-PyTorch while the peer runs PyTorch's own NCHW: the layout gap ``matched`` used to add.
+ratios. Goal (issue 15): every ratio in [0.9, 1.1]; the exit status is 1 when one is outside.
+``--profile defaults+layout`` makes fwbench force NHWC on PyTorch while the peer runs PyTorch's
+own NCHW: the layout gap ``matched`` used to add.
 """
 
 from __future__ import annotations

@@ -50,8 +50,8 @@ STEPS = 3
 NAMES = list(zoo.MODELS)
 # Minutes of CPU on a 2-core machine (resnet18_cifar's training: about 15 s per optimizer, its
 # first stage computing at 32x32): `make test-deep` runs them, `make test` leaves them out.
-DEEP = [pytest.mark.slow, pytest.mark.deep]
-SLOW = {"counts": {"resnet152", "vgg16", "deepspeech2", "bert_base"},
+DEEP_MARKS = [pytest.mark.slow, pytest.mark.deep]
+DEEP = {"counts": {"resnet152", "vgg16", "deepspeech2", "bert_base"},
         "inference": {"resnet152"},
         "training": {"resnet152", "vgg16", "mobilenet_v2", "efficientnet_b4", "resnet18_cifar"}}
 # Deep BatchNorm networks at 32x32 explode at initialisation (gradient norms in the thousands):
@@ -89,7 +89,7 @@ def floatx(dtype: str):
 
 
 def _cases(kind):
-    return [pytest.param(name, marks=DEEP if name in SLOW[kind] else [])
+    return [pytest.param(name, marks=DEEP_MARKS if name in DEEP[kind] else [])
             for name in NAMES]
 
 
@@ -289,7 +289,7 @@ def _training_cases():
         for optimizer in zoo.OPTIMIZERS:
             if optimizer == "sgd" and name in SGD_SHOWN_ELSEWHERE:
                 continue
-            marks = DEEP if name in SLOW["training"] else []
+            marks = DEEP_MARKS if name in DEEP["training"] else []
             yield pytest.param(name, optimizer, marks=marks, id=f"{name}-{optimizer}")
 
 
