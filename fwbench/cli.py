@@ -69,6 +69,17 @@ def _fix_warmup_command(args) -> int:
     return 0
 
 
+def _prepare_data_command(args) -> int:
+    from fwbench.measure.data import prepare_data
+    from fwbench.measure.results import write_json
+
+    settings = json.loads(args.settings)
+    manifests = prepare_data(settings["data"], settings["shapes"])
+    write_json(manifests, args.out)
+    print(f"data ready: {', '.join(manifests) or 'none'}", file=sys.stderr)
+    return 0
+
+
 def _epoch_ns(seconds: str | None) -> int | None:
     """Bash's ``$EPOCHREALTIME`` ("1732451234.123456", a comma in some locales) in ns; None
     when the shell has none (not bash 5)."""
@@ -370,6 +381,15 @@ def build_parser() -> argparse.ArgumentParser:
     idle.add_argument("--out", required=True, help="the JSON file to write")
     idle.add_argument("--duration", type=float, default=3.0, help="seconds (default 3)")
     idle.add_argument("--period", type=float, default=0.1, help="sampling period in seconds")
+
+    data = _command(
+        commands, "prepare-data", None,
+        "Run by the workflow before the first trial that reads a data set. Fetch and verify "
+        "every data set the sweep reads and write what the trials will read (data set, source, "
+        "files and checksums).", _prepare_data_command)
+    data.add_argument("--settings", required=True, help="the config's data block and the "
+                      "sweep's input shapes, as JSON {\"data\": ..., \"shapes\": ...}")
+    data.add_argument("--out", required=True, help="the data.json to write")
 
     warmup = _command(
         commands, "fix-warmup", None,

@@ -20,6 +20,8 @@ rule measure_idle:
         " --period {params.period} > {log} 2>&1"
 
 
+# Calls fwbench.measure.data.prepare_data (through `fwbench prepare-data`, fwbench.cli). A
+# command, not a script, for the reason fix_warmup gives.
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule prepare_data:
     output:
@@ -27,10 +29,10 @@ rule prepare_data:
     log:
         f"logs/{PLAN.run}/prepare_data.log",
     params:
-        data=lookup(dpath="data", within=config),
-        shapes=get_input_shapes,
-    script:
-        "../scripts/prepare_data.py"
+        settings=get_data_settings,
+    shell:
+        "python -m fwbench prepare-data --settings {params.settings:q} --out {output.record}"
+        " > {log} 2>&1"
 
 
 # A trial of the cell timing single steps only, in a fresh process like every trial: where its

@@ -141,8 +141,10 @@ def get_trial_priority(wildcards):
     return PLAN.priority(_trial(wildcards))
 
 
-def get_input_shapes(wildcards):
-    return sorted({tuple(s) for spec in config["models"].values() for s in spec["input_shapes"]})
+def get_data_settings(wildcards):
+    """The config's data block and every input shape of the sweep, for prepare_data."""
+    shapes = sorted({tuple(s) for spec in config["models"].values() for s in spec["input_shapes"]})
+    return json.dumps({"data": config["data"], "shapes": shapes}, sort_keys=True)
 
 
 def get_trial_threads(wildcards):

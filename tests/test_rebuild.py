@@ -13,12 +13,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
 from fwbench import SOURCE_DIR, workflow
 from fwbench.files import write_csv
+from fwbench.report.sections import audit
 from tests.conftest import REBUILT_REFERENCE
 from tests.reference_runs import REFERENCE, SHIPPED, copy_shipped, rebuild
 
@@ -78,6 +80,17 @@ def test_the_shipped_runs_are_the_run_folders_with_recorded_checksums():
     assert REFERENCE in SHIPPED
     for run in SHIPPED:
         assert (run / workflow.RUN_CONFIG).is_file() and (run / "cells").is_dir(), run
+
+
+@pytest.mark.parametrize("release", [(3, 11, 2), (3, 11, 7), (3, 11, 99)])
+def test_the_report_names_python_to_the_release_the_lock_can_pin(monkeypatch, release):
+    """The report says what built it; the Python patch release is the one version in that
+    sentence that requirements.lock cannot pin, so a rebuild in an environment made from
+    another (Debian's 3.11.2 beside a 3.11.7) would differ from the recorded bytes."""
+    version = ".".join(map(str, release))
+    monkeypatch.setattr(audit, "sys", SimpleNamespace(
+        version=f"{version} (main) [GCC]", version_info=(*release, "final", 0)))
+    assert audit.builder_versions()["Python"] == "3.11"
 
 
 def test_floats_that_differ_in_their_last_bits_write_the_same_csv(tmp_path):

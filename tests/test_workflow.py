@@ -185,7 +185,7 @@ def test_a_clone_of_a_finished_run_resumes_measuring_nothing_once_its_times_are_
     assert "Nothing to be done" in dry_run()
     # The jobs a trial waits for run commands, not scripts (whose file's time reruns them).
     rules = (REPO / "rules" / "benchmark.smk").read_text()
-    for rule in ("calibrate_cell", "fix_warmup", "run_trial"):
+    for rule in ("prepare_data", "calibrate_cell", "fix_warmup", "run_trial"):
         body = rules.split(f"rule {rule}:", 1)[1].split("\nrule ", 1)[0]
         assert re.search(r"^    shell:", body, re.M) and not re.search(r"^    script:", body,
                                                                          re.M), rule

@@ -216,6 +216,17 @@ def mnist_subset() -> ImageData:
 
 # --- the data rule -------------------------------------------------------------------------------
 
+def prepare_data(data: dict, shapes) -> dict:
+    """Fetch and verify every data set a sweep reads, before any trial starts: the config's
+    ``data.dataset`` or, when it names none, the data set of each input shape that has one.
+    Returns the manifests by data set, the record the workflow's data rule writes."""
+    by_shape = {tuple(spec.input_shape): name for name, spec in DATASETS.items()}
+    names = ({data["dataset"]} if data["dataset"]
+             else {by_shape.get(tuple(s)) for s in shapes} - {None})
+    return {name: download_data(name, data["data_dir"], allow_subset=data["allow_subset"])
+            for name in sorted(names)}
+
+
 def download_data(name: str, data_dir: str | os.PathLike | None = None, *,
                   spec: DatasetSpec | None = None, allow_subset: bool = True,
                   timeout_s: float = 60.0) -> dict:

@@ -189,9 +189,12 @@ def audit_appendix(numbering: Numbering, data: Inputs, run: str) -> dict:
 
 
 def builder_versions() -> dict:
+    """What built the report: fwbench, the packages requirements.lock pins, and Python to its
+    minor version. The lock pins no patch release, and naming it would make a rebuild's bytes
+    depend on the interpreter that happens to be installed (rebuild --check on another machine)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    out = {"fwbench": __version__, "Python": sys.version.split()[0]}
+    out = {"fwbench": __version__, "Python": "{}.{}".format(*sys.version_info[:2])}
     for package in ("pandas", "matplotlib", "jinja2", "weasyprint"):
         try:
             out[package] = version(package)
