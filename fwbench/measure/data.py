@@ -36,6 +36,7 @@ from fwbench.measure.data_files import (
     DATASETS,
     GENERATED_MARKER,
     MNIST,
+    OFFLINE_VARIABLE,
     SOURCES,
     SUBSET_FILE,
     SUBSET_TEST_PER_CLASS,
@@ -43,6 +44,7 @@ from fwbench.measure.data_files import (
     DatasetSpec,
     RemoteFile,
     file_digest,
+    offline,
     read_cifar_batch,
     read_idx,
     resolve_data_dir,
@@ -242,7 +244,8 @@ def download_data(name: str, data_dir: str | os.PathLike | None = None, *,
     if missing:
         folder.mkdir(parents=True, exist_ok=True)
     for f in missing:
-        errors = _fetch(spec, f, folder, timeout_s)
+        errors = ([f"downloads are off ({OFFLINE_VARIABLE} is set)"] if offline()
+                  else _fetch(spec, f, folder, timeout_s))
         if errors:
             failures[f.name] = errors
     if failures:

