@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import math
+import threading
 import time
 
 import numpy as np
@@ -201,6 +202,27 @@ def test_a_failing_rank_fails_the_trial_with_its_message_and_the_others_are_kill
     with pytest.raises(BackendError, match=r"^rank 1 of 2: ValueError: the loss diverged$"):
         distributed.run_distributed(settings("pytorch"))
     assert time.monotonic() - start < 60
+
+
+def test_ranks_leave_together_after_the_last_barrier(tmp_path, monkeypatch):
+    """No rank returns (and so exits) before every rank is past the last barrier, whose last
+    exchange may still be reading from it; a rank that never comes is an error in time."""
+    left = []
+
+    def leave(rank):
+        distributed._leave_together(str(tmp_path), rank, 2)
+        left.append(rank)
+
+    first = threading.Thread(target=leave, args=(0,))
+    first.start()
+    time.sleep(0.2)
+    assert left == []           # rank 0 waits for rank 1
+    leave(1)
+    first.join(timeout=5)
+    assert sorted(left) == [0, 1]
+    monkeypatch.setattr(distributed, "RANK_GRACE_S", 0.1)
+    with pytest.raises(BackendError, match="not every rank of 3 got past the last barrier"):
+        distributed._leave_together(str(tmp_path), 0, 3)
 
 
 def test_a_rank_that_cannot_run_makes_the_trial_unsupported_with_its_reason():

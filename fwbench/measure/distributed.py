@@ -34,9 +34,11 @@ import json
 import os
 import resource
 import socket
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
+from pathlib import Path
 
 from fwbench.errors import BackendError, Unsupported
 from fwbench.measure.child import start, trial_entry
@@ -96,9 +98,12 @@ def measure_ranks(
 
 # --- child side: one rank ----------------------------------------------------------------------
 
-def run_rank(settings: TrialSettings, rank: int, *, probe: bool = False) -> dict:
+def run_rank(settings: TrialSettings, rank: int, *, probe: bool = False,
+             leave_dir: str | None = None) -> dict:
     """Measure one rank of the distributed trial in ``settings``; with ``probe``, first take one
-    step that records the synchronized gradient (the Replica classes' ``probe``, for tests)."""
+    step that records the synchronized gradient (the Replica classes' ``probe``, for tests).
+    ``leave_dir``: the folder where the ranks of a multi-process trial meet before they exit
+    (``_leave_together``)."""
     cell = settings.cell
     strategy = resolve_strategy(cell.strategy, cell.framework)
     module = importlib.import_module(f"fwbench.measure.frameworks.{cell.framework}.distributed")
@@ -119,7 +124,9 @@ def run_rank(settings: TrialSettings, rank: int, *, probe: bool = False) -> dict
     step = replica.step()
     m = measure_ranks(step, replica.synchronize, replica.barrier, replica.gather,
                       settings.schedule(), on_marker=on_marker)
-    replica.barrier()  # no rank leaves while another still waits on a collective
+    replica.barrier()
+    if leave_dir:
+        _leave_together(leave_dir, rank, cell.world_size)
     record = {
         "rank": rank,
         "measurement": asdict(m),
@@ -134,10 +141,28 @@ def run_rank(settings: TrialSettings, rank: int, *, probe: bool = False) -> dict
     return record
 
 
+def _leave_together(folder: str, rank: int, world_size: int) -> None:
+    """Return once every rank is past the last barrier. A barrier's last exchange leaves one
+    rank still receiving from another when the other returns, and a rank that then exits takes
+    its end of the exchange with it: with two TensorFlow workers on one loaded core, rank 1's
+    barrier failed with "Connection reset by peer" from rank 0's exited server. Each rank says
+    here that it is past, outside the frameworks, and waits for the others (at most the grace
+    the launcher gives the ranks after one fails)."""
+    Path(folder, f"rank-{rank}").touch()
+    deadline = time.monotonic() + RANK_GRACE_S
+    while len(list(Path(folder).glob("rank-*"))) < world_size:
+        if time.monotonic() > deadline:
+            raise BackendError(f"rank {rank}: not every rank of {world_size} got past the last "
+                               f"barrier within {RANK_GRACE_S:g} s")
+        time.sleep(0.005)
+
+
 def run_rank_process(job: Mapping) -> dict:
     """A rank process's entry (the worker calls it): ``job`` holds the trial's ``settings``, the
-    ``rank`` and ``probe``; the settings are checked first, as every child's are."""
-    return run_rank(start(job["settings"]), job["rank"], probe=job["probe"])
+    ``rank``, ``probe`` and ``leave_dir``; the settings are checked first, as every child's
+    are."""
+    return run_rank(start(job["settings"]), job["rank"], probe=job["probe"],
+                    leave_dir=job["leave_dir"])
 
 
 def _listify(value):
@@ -268,10 +293,12 @@ def _launch(settings: TrialSettings, probe: bool) -> list[dict]:
     world_size = cell.world_size
     ports = [_free_port() for _ in range(world_size if cell.framework == "tensorflow" else 1)]
     job = settings.to_dict()
-    ranks = [Child(RANK_ENTRY, {"settings": job, "rank": rank, "probe": probe},
-                   rank_environment(cell.framework, cell.device, rank, world_size, ports))
-             for rank in range(world_size)]
-    outcomes = supervise_group(ranks, grace_s=RANK_GRACE_S)
+    with tempfile.TemporaryDirectory(prefix="fwbench-ranks-") as leave_dir:
+        ranks = [Child(RANK_ENTRY, {"settings": job, "rank": rank, "probe": probe,
+                                    "leave_dir": leave_dir},
+                       rank_environment(cell.framework, cell.device, rank, world_size, ports))
+                 for rank in range(world_size)]
+        outcomes = supervise_group(ranks, grace_s=RANK_GRACE_S)
     failed = [(o.status == "killed", rank, o) for rank, o in enumerate(outcomes)
               if o.status != "ok"]
     if failed:

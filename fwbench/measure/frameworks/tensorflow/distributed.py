@@ -234,8 +234,8 @@ class Replica:
         return versions
 
     def close(self) -> None:
-        # MultiWorkerMirroredStrategy has no shutdown call; the driver's last barrier makes sure
-        # no worker leaves while another still waits on a collective.
+        # MultiWorkerMirroredStrategy has no shutdown call; the ranks leave together after the
+        # last barrier (fwbench.measure.distributed._leave_together).
         pass
 
 
