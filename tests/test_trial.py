@@ -4,6 +4,7 @@ and the contract between a trial's parent and child: its settings, its payload, 
 import dataclasses
 import importlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -120,6 +121,7 @@ def test_threads_are_set_in_both_frameworks_whatever_the_environment(
     assert result["status"] == "ok", result["message"]
     in_force = result["settings"]["in_force"]
     assert (in_force["threads_intra"], in_force["threads_inter"]) == (2, 1)
+    assert in_force["cpus"] == sorted(os.sched_getaffinity(0))[-2:]
     assert len(result["iteration_ns"]) == 3 and result["cold_start_ns"] > 0
     assert result["versions"]["framework_version"]
     assert (tmp_path / "trial-1.env.json").exists()
@@ -129,6 +131,19 @@ def test_threads_are_set_in_both_frameworks_whatever_the_environment(
     assert samples["t_ns"].min() <= markers["cold_start"] <= markers["end"] <= samples["t_ns"].max()
     assert set(result["telemetry"]["phases"]) >= {"warmup", "measure"}
     assert "gpu" in result["telemetry"]["unavailable"]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one processor: nothing to confine")
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_cpu_trial_and_every_thread_its_framework_starts_stay_on_its_threads_processors(
+        tmp_path, tiny_config, framework):
+    # One thread: TensorFlow's own hand-off thread must not wake a second processor either.
+    settings = _settings(tiny_config, framework, threads=1)
+    run_trial(settings, tmp_path / "trial-1.json", tmp_path / "trial-1.env.json",
+              tmp_path / "trial-1.telemetry.csv")
+    result = load_trial(tmp_path / "trial-1.json")
+    assert result["status"] == "ok", result["message"]
+    assert result["settings"]["in_force"]["cpus"] == sorted(os.sched_getaffinity(0))[-1:]
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

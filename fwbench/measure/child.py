@@ -1,5 +1,5 @@
 """What every measuring child shares, whatever its experiment: the entry table, the checked start,
-the thread variables, and loading the cell's backend.
+the thread variables, the processors a CPU cell may use, and loading the cell's backend.
 
 A trial's parent (fwbench.measure.trial) picks the child's entry from ``ENTRIES``; the supervisor
 runs it in a fresh process (fwbench.measure.worker). Each entry is wrapped by ``trial_entry``, so
@@ -60,11 +60,40 @@ def stamp(timeline: dict, name: str) -> None:
     timeline[name] = time.time_ns()
 
 
+def confine(threads: int) -> None:
+    """Confine this process, and every thread it starts from now on, to ``threads`` of the
+    processors it may use (the last ones), before the framework starts its own threads.
+
+    With one thread, TensorFlow still hands every tf.function call to a thread of its own and
+    waits for it. Unconfined, that thread wakes an idle processor: on this project's 2-core VM a
+    LeNet-5 training step paid about 20 % for it, and how much depended on what the other
+    processor was doing (docs/statistics.md, "A verdict that survives a second run"). A cluster
+    confines a job to its CPUs anyway; a local trial now measures the same thing.
+    """
+    if hasattr(os, "sched_setaffinity"):  # Linux; elsewhere the trial records every processor
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[-threads:])
+
+
+def processors_in_use() -> list[int] | None:
+    """Every processor some thread of this process may run on, read from each thread."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    cpus = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            cpus |= os.sched_getaffinity(int(task))
+        except OSError:  # the thread ended while being read
+            continue
+    return sorted(cpus)
+
+
 def load_backend(settings: TrialSettings, timeline: dict | None = None):
     """The cell's backend, configured and loaded; Unsupported when the cell cannot run here.
 
-    Call after ``start``: this imports the framework. Returns the backend and the settings in
-    force. ``timeline`` gains when the framework import started and ended, and when the model was
+    Call after ``start``: this imports the framework. A CPU cell's process is first confined to
+    its threads' count of processors (``confine``). Returns the backend and the settings in
+    force, with ``cpus``: the processors its threads may use once the model is built.
+    ``timeline`` gains when the framework import started and ended, and when the model was
     built.
     """
     from fwbench.plan.models import check_input
@@ -80,10 +109,12 @@ def load_backend(settings: TrialSettings, timeline: dict | None = None):
         reason = unsupported_reason(cell)
     if reason:
         raise Unsupported(reason)
+    if cell.device == "cpu":
+        confine(settings.threads)
     backend, in_force = configure_backend(settings, timeline)
     backend.load()
     stamp(timeline, "model_built")
-    return backend, in_force
+    return backend, {**in_force, "cpus": processors_in_use()}
 
 
 def configure_backend(settings: TrialSettings, timeline: dict | None = None):
