@@ -82,8 +82,9 @@ bench-telemetry: $(INSTALLED)
 bench-plan: $(INSTALLED)
 	$(BIN)/python benchmarks/plan_scaling.py --sizes 1000 5000 10000 --noop 1000
 
-# fwbench's cell medians against PyTorch's torch.utils.benchmark.Timer and TensorFlow's timeit
-# around its own tf.function, fresh processes alternating (goal: every ratio in [0.9, 1.1]).
+# fwbench's mean time per step against PyTorch's torch.utils.benchmark.Timer and TensorFlow's
+# timeit around its own tf.function, windows of each alternating in one fresh process per cell
+# and round (goal: every ratio in [0.9, 1.1]).
 .PHONY: bench-external
 bench-external: $(INSTALLED)
 	$(BIN)/python benchmarks/external_timer.py --rounds 3

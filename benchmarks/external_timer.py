@@ -3,60 +3,65 @@ framework their own way gets for the same cell.
 
     python benchmarks/external_timer.py [--config config.yaml] [--rounds 3] [--cells resnet18]
 
-For every cell of the config's plan (throughput cells, `idiomatic` mode), rounds alternate two
-fresh processes per framework, in an order that swaps every round:
+For every cell of the config's plan (throughput cells, `idiomatic` mode), each round is one fresh
+process that builds both sides and then times them in turn, ``WINDOWS`` times each, in an order
+that swaps every round:
 
-- fwbench: one trial through the command the workflow runs (``python -m fwbench trial`` with the
-  plan's settings, but the peers' warm-up of 30 steps and 2 s of timed blocks, so both sides
-  time the same window of a process's life); its value is its throughput, the mean time per
-  step over its timed blocks (sum of ``block_ns`` over the steps they hold);
-- the peer: a plain script with the same model builder, batch, shapes, threads and optimizer
-  that times the step as each framework's documentation shows, also as a mean time per step
-  over blocks: PyTorch with ``torch.utils.benchmark.Timer.blocked_autorange`` (its mean),
-  TensorFlow with ``timeit`` around one ``tf.function`` called with the batch, as a loop over
-  batches calls it (``Timer.autorange`` sizes the blocks, the mean of ``repeat`` over its
-  ``number`` is its value).
+- fwbench: the trial's own code on the trial's settings (fwbench.measure.child.load_backend, so a
+  CPU cell is confined to its threads' processors as a trial is, then the step its backend
+  builds, timed by fwbench.measure.harness.measure), with the peers' warm-up of 30 steps and
+  ``PEER_SECONDS`` of timed blocks; its value is its throughput, the mean time per step over its
+  timed blocks;
+- the peer: the same model builder, batch, shapes, threads and optimizer, the step timed as each
+  framework's documentation shows, also as a mean time per step over blocks: PyTorch with
+  ``torch.utils.benchmark.Timer.blocked_autorange`` (its mean), TensorFlow with ``timeit`` around
+  one ``tf.function`` called with the batch, as a loop over batches calls it
+  (``Timer.autorange`` sizes the blocks, the mean of ``repeat`` over its ``number`` is its
+  value).
 
-It prints, per cell, the median over rounds of each side and of the rounds' fwbench/peer
-ratios (the two sides of a round run back to back, so a round's ratio leaves out how the
-machine's speed moved between rounds), then per framework the geometric mean of the cells'
-ratios. Goal (issue 15): every ratio in [0.9, 1.1]; the exit status is 1 when one is outside.
-``--profile defaults+layout`` makes fwbench force NHWC on PyTorch while the peer runs PyTorch's
-own NCHW: the layout gap ``matched`` used to add.
+Both sides share the process, so the ratio of two windows timed one after the other leaves out
+what differs between processes and what the host's speed does over seconds: on this project's
+VM a LeNet-5 step's level wanders by 10-20 % from one second to the next and between processes,
+which rounds of two separate processes per side could not average away in a few rounds. It
+prints, per cell, the median over rounds and windows of each side and of the windows'
+fwbench/peer ratios, then per framework the geometric mean of the cells' ratios. Goal (issue
+15): every ratio in [0.9, 1.1]; the exit status is 1 when one is outside. ``--profile
+defaults+layout`` makes fwbench force NHWC on PyTorch while the peer runs PyTorch's own NCHW:
+the layout gap ``matched`` used to add.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # fwbench from this work tree
 
-from fwbench.measure.child import thread_environment  # noqa: E402
 from fwbench.plan.cells import Cell  # noqa: E402
 from fwbench.plan.config import load  # noqa: E402
 from fwbench.plan.sweep import Plan  # noqa: E402
 
 GOAL = (0.9, 1.1)
-# Both sides warm up as many steps and time their blocks for as long: on a host where one
-# process's step drifts by 10-20 % from one window to the next, timers that time different
-# windows differ by that much whatever their method.
+# Both sides warm up as many steps (once per process) and time their blocks for as long.
 WARMUP_STEPS = 30
-PEER_SECONDS = 2.0  # timed per process, after the warm-up
+PEER_SECONDS = 1.0  # timed per window, after the warm-up
+WINDOWS = 4  # windows per side and process, alternating
 
 
-# --- the peers: each framework timed its own way, in a fresh process --------------------------
+# --- the peers: each framework timed its own way ----------------------------------------------
 
-def peer_pytorch(cell: Cell, threads: int, seed: int) -> float:
-    """Mean seconds per step over torch.utils.benchmark.Timer's blocks (it syncs CUDA itself)."""
+def peer_pytorch(cell: Cell, threads: int, seed: int) -> Callable[[], float]:
+    """A window's mean seconds per step over torch.utils.benchmark.Timer's blocks (it syncs
+    CUDA itself), once built and warmed up."""
     import torch
     import torch.utils.benchmark as benchmark
 
@@ -64,7 +69,8 @@ def peer_pytorch(cell: Cell, threads: int, seed: int) -> float:
     from fwbench.plan.models import OPTIMIZER, synthetic_batch
 
     torch.set_num_threads(threads)
-    torch.set_num_interop_threads(1)
+    if torch.get_num_interop_threads() != 1:  # set once per process (fwbench's side sets it)
+        torch.set_num_interop_threads(1)
     torch.manual_seed(seed)
     device = torch.device(cell.device)
     model = models.build_model(cell.model, cell.input_shape, cell.num_classes).to(device)
@@ -82,11 +88,12 @@ def peer_pytorch(cell: Cell, threads: int, seed: int) -> float:
         "torch": torch, "model": model, "x": x, "y": y, "optimizer": optimizer,
         "loss_fn": loss_fn})
     timer.timeit(WARMUP_STEPS)  # warm-up, as a user would before timing
-    return timer.blocked_autorange(min_run_time=PEER_SECONDS).mean
+    return lambda: timer.blocked_autorange(min_run_time=PEER_SECONDS).mean
 
 
-def peer_tensorflow(cell: Cell, threads: int, seed: int) -> float:
-    """Mean seconds per call of one tf.function of the batch over timeit's blocks."""
+def peer_tensorflow(cell: Cell, threads: int, seed: int) -> Callable[[], float]:
+    """A window's mean seconds per call of one tf.function of the batch over timeit's blocks,
+    once built, traced and warmed up."""
     import timeit
 
     import keras
@@ -126,38 +133,59 @@ def peer_tensorflow(cell: Cell, threads: int, seed: int) -> float:
     for _ in range(WARMUP_STEPS):  # tracing and warm-up
         call()
     timer = timeit.Timer(call)
-    number, block_s = timer.autorange()
-    repeat = max(5, math.ceil(PEER_SECONDS / block_s))
-    return statistics.fmean(timer.repeat(repeat=repeat, number=number)) / number
+
+    def window() -> float:
+        number, block_s = timer.autorange()
+        repeat = max(5, math.ceil(PEER_SECONDS / block_s))
+        return statistics.fmean(timer.repeat(repeat=repeat, number=number)) / number
+
+    return window
 
 
 PEERS = {"pytorch": peer_pytorch, "tensorflow": peer_tensorflow}
 
 
+# --- one process: both sides, alternating ------------------------------------------------------
+
+def alternate(settings: dict, peer_first: bool) -> list[list[float]]:
+    """[fwbench, peer] seconds per step of each window pair, both sides built in this process
+    (fwbench's first, as its trial would be: confined before any framework starts a thread)."""
+    from fwbench.measure.child import load_backend, start
+    from fwbench.measure.harness import measure
+    from fwbench.measure.trial import with_warmup
+
+    checked = with_warmup(start(settings))  # the thread variables, before any framework import
+    backend, _ = load_backend(checked)
+    step = backend.step()
+    schedule = checked.schedule()
+
+    def ours() -> float:
+        nonlocal schedule
+        with backend.device_scope():
+            m = measure(step, backend.synchronize, schedule)
+        schedule = dataclasses.replace(schedule, warmup=0)  # warmed up once, as the peer
+        return sum(m.block_ns) / (m.block_size * len(m.block_ns)) / 1e9
+
+    peer = PEERS[checked.cell.framework](checked.cell, checked.threads, checked.seed)
+    pairs = []
+    for _ in range(WINDOWS):
+        if peer_first:
+            theirs, mine = peer(), ours()
+        else:
+            mine, theirs = ours(), peer()
+        pairs.append([mine, theirs])
+    return pairs
+
+
 # --- the comparison ------------------------------------------------------------------------
 
-def run_fwbench(settings: dict, folder: Path) -> float:
-    """Mean seconds per step over the timed blocks of one real trial, through the workflow's
-    command."""
-    files = {k: folder / f"trial.{k}" for k in ("json", "env.json", "telemetry.csv")}
-    subprocess.run([sys.executable, "-m", "fwbench", "trial", "--settings", json.dumps(settings),
-                    "--result", str(files["json"]), "--env", str(files["env.json"]),
-                    "--telemetry", str(files["telemetry.csv"])], check=True, cwd=ROOT,
-                   stdout=subprocess.DEVNULL)
-    result = json.loads(files["json"].read_text())
-    if result["status"] != "ok":
-        raise SystemExit(f"fwbench trial of {settings['cell_id']} ended {result['status']}: "
-                         f"{result['message']}")
-    steps = result["block_size"] * len(result["block_ns"])
-    return sum(result["block_ns"]) / steps / 1e9
-
-
-def run_peer(settings: dict) -> float:
+def run_round(settings: dict, peer_first: bool) -> list[list[float]]:
     out = subprocess.run(
-        [sys.executable, __file__, "--peer", json.dumps(settings)], check=True, cwd=ROOT,
-        capture_output=True, text=True,
-        env={**os.environ, **thread_environment(settings["threads"]), "TF_CPP_MIN_LOG_LEVEL": "2"})
-    return float(out.stdout.strip().splitlines()[-1])
+        [sys.executable, __file__, "--alternate", json.dumps(settings),
+         *(["--peer-first"] if peer_first else [])],
+        check=True, cwd=ROOT, capture_output=True, text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def cells_to_time(plan: Plan, only: list[str]) -> dict[Cell, dict]:
@@ -182,33 +210,29 @@ def main(config_path: str, rounds: int, only: list[str], profile: str | None) ->
     chosen = cells_to_time(Plan.from_config(config), only)
     if not chosen:
         raise SystemExit("no throughput cell in idiomatic mode matches; see --cells")
-    times: dict[Cell, dict[str, list[float]]] = {c: {"fwbench": [], "peer": []} for c in chosen}
-    with tempfile.TemporaryDirectory() as tmp:
-        for k in range(rounds):
-            for i, (cell, settings) in enumerate(chosen.items()):
-                sides = ("fwbench", "peer") if (k + i) % 2 == 0 else ("peer", "fwbench")
-                for side in sides:
-                    seconds = (run_fwbench(settings, Path(tmp)) if side == "fwbench"
-                               else run_peer(settings))
-                    times[cell][side].append(seconds)
-                print(f"round {k + 1}/{rounds} {cell.id}: fwbench "
-                      f"{times[cell]['fwbench'][-1] * 1e3:.3f} ms, peer "
-                      f"{times[cell]['peer'][-1] * 1e3:.3f} ms", file=sys.stderr, flush=True)
-    return report(times, rounds, config["threads"])
+    windows: dict[Cell, list[list[float]]] = {c: [] for c in chosen}
+    for k in range(rounds):
+        for i, (cell, settings) in enumerate(chosen.items()):
+            pairs = run_round(settings, peer_first=(k + i) % 2 == 1)
+            windows[cell] += pairs
+            print(f"round {k + 1}/{rounds} {cell.id}: fwbench/peer "
+                  + " ".join(f"{a / b:.3f}" for a, b in pairs), file=sys.stderr, flush=True)
+    return report(windows, rounds, config["threads"])
 
 
-def report(times: dict, rounds: int, threads: int) -> int:
+def report(windows: dict, rounds: int, threads: int) -> int:
     print(f"fwbench's mean time per step over blocks against each framework's own timer "
-          f"({rounds} rounds of fresh processes per side, {threads} thread(s); goal: ratio in "
-          f"[{GOAL[0]}, {GOAL[1]}])")
+          f"({rounds} rounds of one fresh process per cell, {WINDOWS} windows of each side "
+          f"alternating in it, {threads} thread(s); goal: ratio in [{GOAL[0]}, {GOAL[1]}])")
     print(f"{'cell':64s} {'fwbench ms':>11s} {'peer ms':>9s} {'ratio':>7s}")
     ratios: dict[str, list[float]] = {}
     outside = 0
-    for cell, sides in times.items():
-        ours, peer = statistics.median(sides["fwbench"]), statistics.median(sides["peer"])
-        # The two sides of a round ran back to back: their ratio leaves out how the machine's
-        # speed moved between rounds, as the workflow's pairs do.
-        ratio = statistics.median(a / b for a, b in zip(sides["fwbench"], sides["peer"]))
+    for cell, pairs in windows.items():
+        ours = statistics.median(a for a, _ in pairs)
+        peer = statistics.median(b for _, b in pairs)
+        # Each window pair ran one after the other in one process: its ratio leaves out how
+        # the machine's speed moved between windows and between processes.
+        ratio = statistics.median(a / b for a, b in pairs)
         ratios.setdefault(cell.framework, []).append(ratio)
         flag = "" if GOAL[0] <= ratio <= GOAL[1] else "  OUTSIDE"
         outside += bool(flag)
@@ -223,15 +247,15 @@ def report(times: dict, rounds: int, threads: int) -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(ROOT / "config.yaml"))
-    parser.add_argument("--rounds", type=int, default=3, help="fresh processes per side and cell")
+    parser.add_argument("--rounds", type=int, default=3, help="fresh processes per cell")
     parser.add_argument("--cells", nargs="*", default=[],
                         help="time only cells whose id contains one of these (e.g. resnet18)")
     parser.add_argument("--profile", help="run fwbench's side with this settings profile")
-    parser.add_argument("--peer", help=argparse.SUPPRESS)  # a peer process: the trial's settings
+    parser.add_argument("--alternate", help=argparse.SUPPRESS)  # one round: the trial's settings
+    parser.add_argument("--peer-first", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.peer:
-        s = json.loads(args.peer)
-        print(PEERS[s["cell"]["framework"]](Cell.from_dict(s["cell"]), s["threads"], s["seed"]))
+    if args.alternate:
+        print(json.dumps(alternate(json.loads(args.alternate), args.peer_first)))
         sys.exit(0)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
