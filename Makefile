@@ -89,6 +89,12 @@ bench-plan: $(INSTALLED)
 bench-external: $(INSTALLED)
 	$(BIN)/python benchmarks/external_timer.py --rounds 3
 
+# Pairs of trials as the pipeline runs them (one process after the other) against pairs whose
+# two processes take turns timing windows: the spread of the per-pair log ratios in each design.
+.PHONY: bench-pairs
+bench-pairs: $(INSTALLED)
+	$(BIN)/python benchmarks/interleaved_pairs.py --pairs 8
+
 # A trial of each framework through Snakemake, by stage (goal: <= 1 s beyond import and measurement).
 .PHONY: bench-trial
 bench-trial: $(INSTALLED)

@@ -1,0 +1,231 @@
+"""How much of a pair's spread the host adds, and how much taking turns would remove: pairs of
+trials run as the pipeline runs them (one framework's process after the other's) against pairs
+whose two processes are alive together and time their windows in turn.
+
+    python benchmarks/interleaved_pairs.py [--config config.yaml] [--pairs 8] [--cells lenet5]
+
+For every comparison of the config's plan (throughput cells, CPU), each pair k runs twice, in an
+order that swaps with k:
+
+- sequential: the two frameworks' fresh processes one after the other, as trial k of a cell's
+  two frameworks run in the pipeline; each times ``WINDOWS`` windows back to back;
+- interleaved: both fresh processes started together, each waiting once built; then they time
+  their windows in turn, A B A B ..., so both sample the host's speed over the same seconds
+  (what Abedi and Brecht, ICPE 2017, call randomized multiple interleaved trials).
+
+Each process is one trial's: the trial's settings, confined to its threads' processors by
+fwbench.measure.child.load_backend (so the two processes of an interleaved pair share them, and
+the one waiting for its turn uses none), its step timed by fwbench.measure.harness.measure. A
+window is one measure call on the trial's schedule: the first warms up as the cell's trials do
+(``warmup.max``, none calibrated here), later ones ``REWARM`` steps, as the other process has
+since run on the processor. A side's value is its throughput, the mean time per step over every
+timed block of its windows.
+
+It prints, per comparison, three readings of the pairs: the sequential pairs' first windows
+(a trial as it runs now times one), their ``WINDOWS`` windows (a trial timing that much longer)
+and the interleaved pairs' windows. For each: the geometric mean PyTorch/TensorFlow ratio, the
+standard deviation of the per-pair log ratios (the paired t interval's width follows it), the
+interval's half-width at the family's level for this many pairs, and the design's wall time per
+pair; then how many interleaved pairs give the interval of that many pairs as trials run now.
+The readings' ratios should agree: where they do not, taking turns changes what is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # fwbench from this work tree
+
+from fwbench.plan.config import load  # noqa: E402
+from fwbench.plan.sweep import Plan  # noqa: E402
+
+WINDOWS = 4  # timed windows per process
+REWARM = 2  # untimed steps before every window after the first
+
+
+# --- one process: one side of a pair --------------------------------------------------------
+
+def side(settings: dict) -> None:
+    """Build the trial's step, say `ready`, then time one window per `go` read from stdin and
+    answer each with its blocks' [ns, steps]. The protocol has the real stdout to itself."""
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # whatever the frameworks print goes to stderr
+    from fwbench.measure.child import load_backend, start
+    from fwbench.measure.harness import measure
+    from fwbench.measure.trial import with_warmup
+
+    checked = with_warmup(start(settings))  # thread variables before any framework import
+    backend, _ = load_backend(checked)  # confined, as a trial is
+    step = backend.step()
+    schedule = checked.schedule()
+    print("ready", file=protocol)
+    for line in sys.stdin:
+        if line.strip() != "go":
+            break
+        with backend.device_scope():
+            m = measure(step, backend.synchronize, schedule)
+        schedule = dataclasses.replace(schedule, warmup=REWARM)
+        print(json.dumps([sum(m.block_ns), m.block_size * len(m.block_ns)]), file=protocol)
+
+
+class Side:
+    """A side's fresh process, driven window by window."""
+
+    def __init__(self, settings: dict):
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--side", json.dumps(settings)], cwd=ROOT, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+        self.windows: list[list[int]] = []  # [ns, steps] of each window's blocks
+
+    def ready(self) -> None:
+        if self.proc.stdout.readline().strip() != "ready":
+            raise SystemExit(f"a side exited before it was built ({self.proc.wait()})")
+
+    def window(self) -> None:
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline()
+        if not answer:
+            raise SystemExit(f"a side exited in a window ({self.proc.wait()})")
+        self.windows.append(json.loads(answer))
+
+    def close(self) -> list[list[int]]:
+        """The windows' [ns, steps]; the process ends."""
+        self.proc.stdin.close()
+        self.proc.wait()
+        return self.windows
+
+
+def sequential(first: dict, second: dict) -> list[list[list[int]]]:
+    """[first, second] windows, one process after the other."""
+    times = []
+    for settings in (first, second):
+        s = Side(settings)
+        s.ready()
+        for _ in range(WINDOWS):
+            s.window()
+        times.append(s.close())
+    return times
+
+
+def interleaved(first: dict, second: dict) -> list[list[list[int]]]:
+    """[first, second] windows, both processes alive, timing them in turn."""
+    sides = [Side(first), Side(second)]
+    for s in sides:
+        s.ready()
+    for _ in range(WINDOWS):
+        for s in sides:
+            s.window()
+    return [s.close() for s in sides]
+
+
+DESIGNS = {"sequential": sequential, "interleaved": interleaved}
+
+
+# --- the comparison ------------------------------------------------------------------------
+
+def comparisons(plan: Plan, only: list[str]) -> dict[str, dict[str, dict]]:
+    """{pair_id: {framework: first trial's settings}} of each CPU throughput comparison."""
+    chosen: dict[str, dict[str, dict]] = {}
+    for trial in plan.trials:
+        cell = trial.cell
+        if cell.experiment != "throughput" or cell.device != "cpu":
+            continue
+        if only and not any(part in cell.id for part in only):
+            continue
+        chosen.setdefault(cell.pair_id, {}).setdefault(
+            cell.framework, plan.trial_settings(trial))
+    return {k: v for k, v in chosen.items() if set(v) == {"pytorch", "tensorflow"}}
+
+
+def per_step(windows: list[list[int]]) -> float:
+    """Seconds per step over the windows' blocks."""
+    return sum(ns for ns, _ in windows) / sum(steps for _, steps in windows) / 1e9
+
+
+# What each row reads of a pair's windows: the trial as it runs now times one window.
+ROWS = {
+    "sequential, first window (as a trial now)": ("sequential", 1),
+    f"sequential, {WINDOWS} windows": ("sequential", WINDOWS),
+    f"interleaved, {WINDOWS} windows": ("interleaved", WINDOWS),
+}
+
+
+def main(config_path: str, pairs: int, only: list[str]) -> int:
+    config = load(config_path)
+    plan = Plan.from_config(config)
+    family = len(comparisons(plan, []))
+    chosen = comparisons(plan, only)
+    if not chosen:
+        raise SystemExit("no CPU throughput comparison matches; see --cells")
+    ratios = {(pid, row): [] for pid in chosen for row in ROWS}
+    walls = {(pid, d): 0.0 for pid in chosen for d in DESIGNS}
+    for k in range(pairs):
+        for pair_id, sides in chosen.items():
+            order = ["pytorch", "tensorflow"][:: 1 if k % 2 == 0 else -1]
+            designs = list(DESIGNS)[:: 1 if (k // 2) % 2 == 0 else -1]
+            for design in designs:
+                t0 = time.perf_counter()
+                windows = dict(zip(order, DESIGNS[design](*(sides[f] for f in order))))
+                walls[pair_id, design] += time.perf_counter() - t0
+                for row, (of, n) in ROWS.items():
+                    if of == design:
+                        ratios[pair_id, row].append(per_step(windows["pytorch"][:n])
+                                                    / per_step(windows["tensorflow"][:n]))
+            print(f"pair {k + 1}/{pairs} {pair_id}: PyTorch/TensorFlow "
+                  + ", ".join(f"{row} {ratios[pair_id, row][-1]:.3f}" for row in ROWS),
+                  file=sys.stderr, flush=True)
+    return report(chosen, ratios, walls, pairs, family, config["statistics"]["confidence"])
+
+
+def report(chosen, ratios, walls, pairs: int, family: int, confidence: float) -> int:
+    from scipy import stats
+
+    level = 1 - (1 - confidence) / family
+    t = stats.t.ppf(1 - (1 - level) / 2, pairs - 1)
+    print(f"PyTorch/TensorFlow throughput ratio, {pairs} pairs per design and comparison; SD: "
+          f"of the per-pair log ratios; half-width: the paired t interval's at {level:.4f} "
+          f"(family of {family}); s/pair: wall time of the design's pair")
+    print(f"{'comparison':58s} {'pairs read as':42s} {'ratio':>6s} {'SD':>6s} "
+          f"{'half-width':>10s} {'s/pair':>7s}")
+    for pair_id in chosen:
+        sd = {}
+        for row, (design, _) in ROWS.items():
+            logs = [math.log(r) for r in ratios[pair_id, row]]
+            sd[row] = statistics.stdev(logs)
+            print(f"{pair_id:58s} {row:42s} {math.exp(statistics.fmean(logs)):6.3f} "
+                  f"{sd[row]:6.3f} {math.expm1(t * sd[row] / math.sqrt(pairs)):10.1%} "
+                  f"{walls[pair_id, design] / pairs:7.1f}")
+        first, _, turns = ROWS
+        shrink = sd[turns] / sd[first]
+        print(f"{'':58s} SD {turns} / {first}: {shrink:.2f}, so about "
+              f"{max(2, math.ceil(pairs * shrink ** 2))} such pairs for the interval of {pairs} "
+              f"trials' pairs as they run now")
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default=str(ROOT / "config.yaml"))
+    parser.add_argument("--pairs", type=int, default=8, help="pairs per design and comparison")
+    parser.add_argument("--cells", nargs="*", default=[],
+                        help="only comparisons whose id contains one of these (e.g. lenet5)")
+    parser.add_argument("--side", help=argparse.SUPPRESS)  # one side: a trial's settings
+    args = parser.parse_args()
+    if args.side:
+        side(json.loads(args.side))
+        sys.exit(0)
+    if args.pairs < 2:
+        parser.error(f"--pairs must be at least 2 for a deviation, got {args.pairs}")
+    sys.exit(main(args.config, args.pairs, args.cells))
