@@ -204,6 +204,8 @@ def first_difference(recorded: str | os.PathLike, rebuilt: str | os.PathLike) ->
 
 def _where(run_dir: Path, path: str, digest: str) -> str:
     copy = run_dir / RECORDED / path
+    if path.endswith(".pdf"):
+        return _pdf_fonts()
     if not _is_table(path):
         return ""
     if not copy.is_file():
@@ -211,6 +213,16 @@ def _where(run_dir: Path, path: str, digest: str) -> str:
     if _sha256(copy) != digest:
         return f" ({RECORDED}/{path} is not the file recorded: record again to show where)"
     return f" {first_difference(copy, run_dir / path)}"
+
+
+def _pdf_fonts() -> str:
+    from fwbench.report.render import subsets_fonts_with_harfbuzz
+
+    if subsets_fonts_with_harfbuzz():
+        return ""
+    return (" (this machine lacks HarfBuzz-Subset, so WeasyPrint subset the fonts with fontTools,"
+            " in other bytes than the recorded PDF's: install libharfbuzz-subset0 on Debian or"
+            " Ubuntu, harfbuzz elsewhere, and rebuild)")
 
 
 def _is_table(path: str) -> bool:

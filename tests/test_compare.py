@@ -72,6 +72,7 @@ def test_one_framework_made_50_percent_slower_is_found(runs, capsys):
     # the environment first, then the cells; each slowdown named on stderr
     assert text.index("CPU model: AMD EPYC -> Intel Xeon") < text.index("B/A")
     assert "host: vm -> other" in text and "package numpy" in text
+    assert "machine: the same" not in text and "machine: alike only in (CPU cores" in text
     assert errors.count("is slower in B by more than 10%") == len(pytorch) == len(CELLS) // 2
     # the one CSV writer: every float at the stated precision, whatever the BLAS kernel gave
     floats = [v for c in cells for v in c.values() if _is_float(v)]

@@ -20,6 +20,7 @@ import pytest
 
 from fwbench import SOURCE_DIR, workflow
 from fwbench.files import write_csv
+from fwbench.report import render
 from fwbench.report.sections import audit
 from tests.conftest import REBUILT_REFERENCE
 from tests.reference_runs import REFERENCE, SHIPPED, copy_shipped, rebuild
@@ -124,6 +125,19 @@ def test_check_names_every_file_that_differs(tmp_path):
         "stats/cells.csv: differs at row 1, column median_ns: recorded '1.5', rebuilt '1.25'",
         "report/figures/x.svg: not rebuilt",
         "tables/new.parquet: rebuilt but not recorded"]
+
+
+def test_a_pdf_that_differs_names_a_missing_font_subsetter(tmp_path, monkeypatch):
+    # HarfBuzz-Subset is a system library; which one WeasyPrint found is faked here
+    run = tmp_path / "results" / "run"
+    _record(run, {"report/report.pdf": "a"})
+    (run / "report/report.pdf").write_text("b")
+    monkeypatch.setattr(render, "subsets_fonts_with_harfbuzz", lambda: True)
+    assert workflow.check_manifest(run) == ["report/report.pdf: differs"]
+    monkeypatch.setattr(render, "subsets_fonts_with_harfbuzz", lambda: False)
+    [line] = workflow.check_manifest(run)
+    assert line.startswith("report/report.pdf: differs (this machine lacks HarfBuzz-Subset")
+    assert "libharfbuzz-subset0" in line
 
 
 def test_a_check_of_the_statistics_alone_leaves_the_report_out(tmp_path):

@@ -65,16 +65,19 @@ def _method(comparison: Comparison) -> str:
 
 
 def _environment_lines(comparison: Comparison) -> list[str]:
-    """Each section that is the same in one line, then every item that differs."""
-    same, differ = {}, []
+    """Each section's items that are the same in one line ("the same" only where none
+    differs), then every item that differs."""
+    same, differ, differing = {}, [], set()
     for row in comparison.environment:
         where = " ".join(p for p in (row["section"], row["framework"]) if p)
         if row["differs"]:
+            differing.add(where)
             differ.append(f"  {where} · {row['item']}: {row['a'] or '(none)'} -> "
                           f"{row['b'] or '(none)'}")
         else:
             same.setdefault(where, []).append(f"{row['item']} {row['a']}")
-    lines = [f"  {where}: the same ({'; '.join(items)})" for where, items in same.items()]
+    lines = [f"  {where}: {'alike only in' if where in differing else 'the same'} "
+             f"({'; '.join(items)})" for where, items in same.items()]
     if not any(row["section"] == "versions" for row in comparison.environment):
         lines.append("  versions: no item of the version audit differs")
     return lines + differ
