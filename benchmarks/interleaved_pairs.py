@@ -27,7 +27,9 @@ and the interleaved pairs' windows. For each: the geometric mean PyTorch/TensorF
 standard deviation of the per-pair log ratios (the paired t interval's width follows it), the
 interval's half-width at the family's level for this many pairs, and the design's wall time per
 pair; then how many interleaved pairs give the interval of that many pairs as trials run now.
-The readings' ratios should agree: where they do not, taking turns changes what is measured.
+Where the interleaved ratio differs from the sequential one over as many windows, taking turns
+changes what is measured; where one window's differs from all of them, the steps have not settled
+within a trial's timed window.
 """
 
 from __future__ import annotations
