@@ -215,9 +215,16 @@ def _where(run_dir: Path, path: str, digest: str) -> str:
     return f" {first_difference(copy, run_dir / path)}"
 
 
-def _pdf_fonts() -> str:
-    from fwbench.report.render import subsets_fonts_with_harfbuzz
+def subsets_fonts_with_harfbuzz() -> bool:
+    """Whether WeasyPrint subsets the PDF's fonts with HarfBuzz-Subset (>= 4.1), as every
+    recorded report was made. Without it WeasyPrint falls back to fontTools, whose subsets
+    differ in their bytes (timestamps, tables), so the PDF cannot match its checksum."""
+    from weasyprint.text.ffi import harfbuzz, harfbuzz_subset
 
+    return bool(harfbuzz_subset) and bool(harfbuzz.hb_version_atleast(4, 1, 0))
+
+
+def _pdf_fonts() -> str:
     if subsets_fonts_with_harfbuzz():
         return ""
     return (" (this machine lacks HarfBuzz-Subset, so WeasyPrint subset the fonts with fontTools,"

@@ -20,7 +20,6 @@ import pytest
 
 from fwbench import SOURCE_DIR, workflow
 from fwbench.files import write_csv
-from fwbench.report import render
 from fwbench.report.sections import audit
 from tests.conftest import REBUILT_REFERENCE
 from tests.reference_runs import REFERENCE, SHIPPED, copy_shipped, rebuild
@@ -132,9 +131,9 @@ def test_a_pdf_that_differs_names_a_missing_font_subsetter(tmp_path, monkeypatch
     run = tmp_path / "results" / "run"
     _record(run, {"report/report.pdf": "a"})
     (run / "report/report.pdf").write_text("b")
-    monkeypatch.setattr(render, "subsets_fonts_with_harfbuzz", lambda: True)
+    monkeypatch.setattr(workflow, "subsets_fonts_with_harfbuzz", lambda: True)
     assert workflow.check_manifest(run) == ["report/report.pdf: differs"]
-    monkeypatch.setattr(render, "subsets_fonts_with_harfbuzz", lambda: False)
+    monkeypatch.setattr(workflow, "subsets_fonts_with_harfbuzz", lambda: False)
     [line] = workflow.check_manifest(run)
     assert line.startswith("report/report.pdf: differs (this machine lacks HarfBuzz-Subset")
     assert "libharfbuzz-subset0" in line

@@ -157,15 +157,6 @@ def _source_date_epoch(epoch: int):
             os.environ["SOURCE_DATE_EPOCH"] = old
 
 
-def subsets_fonts_with_harfbuzz() -> bool:
-    """Whether WeasyPrint subsets the PDF's fonts with HarfBuzz-Subset (>= 4.1), as every
-    recorded report was made. Without it WeasyPrint falls back to fontTools, whose subsets
-    differ in their bytes (timestamps, tables), so the PDF cannot match its checksum."""
-    from weasyprint.text.ffi import harfbuzz, harfbuzz_subset
-
-    return bool(harfbuzz_subset) and bool(harfbuzz.hb_version_atleast(4, 1, 0))
-
-
 def render_pdf(html: str, base_url: Path, epoch: int) -> bytes:
     """The PDF of ``html``; the same HTML and figures give the same bytes."""
     import weasyprint
