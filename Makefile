@@ -55,7 +55,8 @@ test-deep: $(INSTALLED)
 	$(PYTEST) -m deep
 
 # The report's reader checks render the PDF (pdftoppm) and open the HTML (chromium); they skip,
-# naming the package, where these cannot be installed (no root or no apt).
+# naming the package, where these cannot be installed (no root or no apt). The reference's PDF
+# rebuilds byte for byte only with HarfBuzz-Subset's font subsets (docs/report.md).
 test-tools:
 	@if command -v pdftoppm >/dev/null && command -v chromium >/dev/null \
 		&& PATH=$$PATH:/sbin:/usr/sbin ldconfig -p | grep -q libharfbuzz-subset.so.0; then :; \

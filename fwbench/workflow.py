@@ -203,11 +203,11 @@ def first_difference(recorded: str | os.PathLike, rebuilt: str | os.PathLike) ->
 
 
 def _where(run_dir: Path, path: str, digest: str) -> str:
-    copy = run_dir / RECORDED / path
     if path.endswith(".pdf"):
         return _pdf_fonts()
     if not _is_table(path):
         return ""
+    copy = run_dir / RECORDED / path
     if not copy.is_file():
         return f" (no recorded copy, {RECORDED}/{path}, to show where)"
     if _sha256(copy) != digest:
