@@ -63,6 +63,24 @@ def own_python_first(environ) -> None:
                                        environ.get("PATH", os.defpath)])
 
 
+# numpy's variable naming the SIMD targets it must not dispatch to (read once, at its import).
+NUMPY_DISPATCH = "NPY_DISABLE_CPU_FEATURES"
+
+
+def baseline_numpy(environ) -> None:
+    """Have the host jobs' numpy run its baseline kernels only, on any processor, so that a
+    rebuild gives the same bytes everywhere. numpy picks faster kernels at run time by what the
+    processor offers, and its AVX-512 ones (SVML's log, exp, power) differ from the others in
+    last bits: on an AVX-512 host, a log axis's coordinates moved in an SVG's sixth decimal.
+    Rounding inputs cannot help where matplotlib takes the logarithm itself. Every target this
+    numpy build dispatches to is disabled (AVX2 too: its tanh differs from the baseline's). The
+    measuring processes drop the variable (``fwbench.measure.supervisor``): a framework is timed
+    with numpy as it comes."""
+    from numpy._core import _multiarray_umath
+
+    environ[NUMPY_DISPATCH] = " ".join(_multiarray_umath.__cpu_dispatch__)
+
+
 def restore_times(run_dir: str | os.PathLike) -> int:
     """Give every measured file of a run the modification time of its measurement, read from
     the results themselves (``ended_at``), and return how many files were set. A git clone or
@@ -140,13 +158,14 @@ def _trial_cores(run_config: Path) -> int:
 
 # What a rebuild writes and its checksums, one "sha256  path" line per file: the proof that the
 # shipped reference run rebuilds byte for byte (fwbench rebuild --check). Beside them, RECORDED
-# keeps a copy of the tables the checksums were taken from (a few hundred kB for the reference
-# run), so that a table which differs is shown at its first differing value, not only named.
+# keeps a copy of the tables and figures the checksums were taken from (under 2 MB a run), so
+# that a table or figure which differs is shown at its first differing value, not only named.
 MANIFEST = "rebuild.sha256"
 RECORDED = "recorded"
 TABLES = ("tables/*.parquet", "stats/*.csv", "audit/*.csv", "report/data/*.csv")
-REBUILT = (*TABLES, "report/data/*.html", "report/data/*.css", "report/figures/*.svg",
-           "report/report.html", "report/report.pdf", "README.md")
+FIGURES = ("report/figures/*.svg",)
+REBUILT = (*TABLES, *FIGURES, "report/data/*.html", "report/data/*.css", "report/report.html",
+           "report/report.pdf", "README.md")
 
 
 def manifest(run_dir: str | os.PathLike, patterns=REBUILT) -> dict[str, str]:
@@ -158,13 +177,14 @@ def manifest(run_dir: str | os.PathLike, patterns=REBUILT) -> dict[str, str]:
 
 
 def write_manifest(run_dir: str | os.PathLike) -> None:
-    """Record the checksums of what the rebuild wrote, and a copy of its tables (RECORDED)."""
+    """Record the checksums of what the rebuild wrote, and a copy of its tables and figures
+    (RECORDED)."""
     from fwbench.files import staged_directory, write_atomic
 
     run_dir = Path(run_dir)
     digests = manifest(run_dir)
     with staged_directory(run_dir / RECORDED) as copies:
-        for path in filter(_is_table, digests):
+        for path in filter(_is_kept, digests):
             (copies / path).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(run_dir / path, copies / path)
     write_atomic(run_dir / MANIFEST, "".join(f"{d}  {p}\n" for p, d in digests.items()))
@@ -202,17 +222,78 @@ def first_difference(recorded: str | os.PathLike, rebuilt: str | os.PathLike) ->
     return "in its bytes only: every value is the same"
 
 
+def svg_difference(recorded: str | os.PathLike, rebuilt: str | os.PathLike) -> str:
+    """Where two versions of one SVG first differ: the element, counted in document order,
+    and the attribute or text, from its first differing word, with the nearest element that
+    has an id (matplotlib names each artist's group): ``at element 224, a <path> in <g
+    id="patch_4">, attribute d: recorded 'M 25.332188', rebuilt 'M 25.332187'``. Names that
+    matplotlib derives from coordinates (clip-path ids and the references to them) are shown
+    only when nothing else differs."""
+    from xml.etree import ElementTree
+
+    root = ElementTree.parse(recorded).getroot()
+    old, new = list(root.iter()), list(ElementTree.parse(rebuilt).iter())
+    differences = list(_svg_differences(old, new))
+    if differences:
+        number, key, x, y = next((d for d in differences if not _is_reference(*d[1:])),
+                                 differences[0])
+        parents = {child: parent for parent in root.iter() for child in parent}
+        named = old[number - 1]
+        while named is not None and named.get("id") is None:
+            named = parents.get(named)
+        where = f"at element {number}, a <{_tag(old[number - 1])}>" + (
+            f' in <{_tag(named)} id="{named.get("id")}">' if named is not None else "")
+        if key == "tag":
+            return f"{where}: rebuilt a <{y}> instead"
+        x, y = _first_words(x, y)
+        return f"{where}, {'text' if key is None else f'attribute {key}'}: recorded {x!r}, " \
+               f"rebuilt {y!r}"
+    if len(old) != len(new):
+        return f"in its number of elements: recorded {len(old)}, rebuilt {len(new)}"
+    return "in its bytes only: every element is the same"
+
+
+def _svg_differences(old: list, new: list):
+    """(element number, attribute or None for the text or "tag", recorded, rebuilt) of every
+    difference between two lists of elements, in document order."""
+    for number, (a, b) in enumerate(zip(old, new), 1):
+        if a.tag != b.tag:
+            yield number, "tag", _tag(a), _tag(b)
+            return
+        for key in [*sorted(a.attrib.keys() | b.attrib.keys()), None]:
+            x, y = (a.get(key) if key else a.text, b.get(key) if key else b.text)
+            if (x or "") != (y or ""):
+                yield number, key, x or "", y or ""
+
+
+def _is_reference(key: str | None, recorded: str, rebuilt: str) -> bool:
+    return key == "id" or recorded.startswith(("url(#", "#"))
+
+
+def _tag(element) -> str:
+    return element.tag.rpartition("}")[2]
+
+
+def _first_words(a: str, b: str) -> tuple[str, str]:
+    """The first word where ``a`` and ``b`` differ, with the word before it."""
+    x, y = a.split(), b.split()
+    k = next((k for k, (u, v) in enumerate(zip(x, y)) if u != v), min(len(x), len(y)))
+    start = max(k - 1, 0)
+    return " ".join(x[start:k + 1]), " ".join(y[start:k + 1])
+
+
 def _where(run_dir: Path, path: str, digest: str) -> str:
     if path.endswith(".pdf"):
         return _pdf_fonts()
-    if not _is_table(path):
+    if not _is_kept(path):
         return ""
     copy = run_dir / RECORDED / path
     if not copy.is_file():
         return f" (no recorded copy, {RECORDED}/{path}, to show where)"
     if _sha256(copy) != digest:
         return f" ({RECORDED}/{path} is not the file recorded: record again to show where)"
-    return f" {first_difference(copy, run_dir / path)}"
+    differ = svg_difference if path.endswith(".svg") else first_difference
+    return f" {differ(copy, run_dir / path)}"
 
 
 def subsets_fonts_with_harfbuzz() -> bool:
@@ -232,8 +313,8 @@ def _pdf_fonts() -> str:
             " Ubuntu, harfbuzz elsewhere, and rebuild)")
 
 
-def _is_table(path: str) -> bool:
-    return _matches(path, TABLES)
+def _is_kept(path: str) -> bool:
+    return _matches(path, (*TABLES, *FIGURES))
 
 
 def _matches(path: str, patterns) -> bool:

@@ -7,7 +7,13 @@ import os
 from fwbench.environment import images
 from fwbench.plan.config import check_threads, save, validate
 from fwbench.plan.sweep import Plan
-from fwbench.workflow import RUN_CONFIG, own_python_first, print_failures, write_planned
+from fwbench.workflow import (
+    RUN_CONFIG,
+    baseline_numpy,
+    own_python_first,
+    print_failures,
+    write_planned,
+)
 
 # Planning a sweep makes millions of long-lived objects (Snakemake's jobs and files, the plan).
 # Python's full collections walk them all again each time the heap grows by a quarter, and free
@@ -30,6 +36,9 @@ IMAGES = images.workflow_images(
 # Host jobs' `python -m fwbench` is this workflow's own interpreter, whatever PATH held when
 # Snakemake started (`.venv/bin/snakemake` with the environment not activated).
 own_python_first(os.environ)
+# Host jobs compute with numpy's baseline kernels, so a rebuild gives the same bytes on any
+# x86-64 processor (fwbench.workflow.baseline_numpy); trials drop it again.
+baseline_numpy(os.environ)
 
 
 # When jobs are about to run (never in a dry-run): the resolved config, whose `statistics` block

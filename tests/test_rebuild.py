@@ -1,10 +1,10 @@
 """Every shipped run rebuilds byte for byte: `fwbench rebuild results/<run> --check` remakes
 its tables, statistics, figures, HTML and PDF from its cell files and compares each with the
-checksums recorded beside it (results/<run>/rebuild.sha256). The reference run is checked in
-full, under both OpenBLAS kernels; every other shipped run by its tables and statistics, which
-hold every number of its report, so that `make test` keeps to its time as runs are added. A
-refactoring that moves code must leave every checksum unchanged; a change that means to alter
-them records new ones (`--record`) and says why in its commit."""
+checksums recorded beside it (results/<run>/rebuild.sha256). Every shipped run is checked in
+full, figures and PDF included; the reference run under both OpenBLAS kernels, and a run with a
+log axis with numpy's AVX-512 kernels and without them. A refactoring that moves code must
+leave every checksum unchanged; a change that means to alter them records new ones
+(`--record`) and says why in its commit."""
 
 from __future__ import annotations
 
@@ -17,22 +17,23 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+from numpy._core import _multiarray_umath
 
-from fwbench import SOURCE_DIR, workflow
+from fwbench import workflow
 from fwbench.files import write_csv
 from fwbench.report.sections import audit
 from tests.conftest import REBUILT_REFERENCE
-from tests.reference_runs import REFERENCE, SHIPPED, copy_shipped, rebuild
+from tests.reference_runs import REFERENCE, RESULTS, SHIPPED, copy_shipped, rebuild
 
-# What a rebuild writes before the report, and the first rule it can stop before.
+# What a rebuild writes before the report.
 STATISTICS = ("tables/*.parquet", "stats/*.csv", "audit/*.csv")
-REPORT_RULE = "build_report"
 
 
-def _byte_identical(done: subprocess.CompletedProcess, kernel: str) -> None:
+def _byte_identical(done: subprocess.CompletedProcess, kernel: str | None = None) -> None:
     assert done.returncode == 0, done.stderr[-4000:]
     assert "byte-identical to" in done.stderr
-    assert f"Core: {kernel}" in done.stderr  # OpenBLAS, loaded by the jobs, took the kernel
+    if kernel:
+        assert f"Core: {kernel}" in done.stderr  # OpenBLAS, loaded by the jobs, took the kernel
 
 
 # OpenBLAS kernels whose last bits differ (Haswell's uses fused multiply-add, Sandybridge's
@@ -64,16 +65,45 @@ def test_the_reference_run_rebuilds_byte_for_byte_under_the_other_kernel(tmp_pat
 @pytest.mark.slow
 @pytest.mark.parametrize("source", [run for run in SHIPPED if run != REFERENCE],
                          ids=lambda run: run.name)
-def test_every_other_shipped_run_rebuilds_its_statistics_byte_for_byte(tmp_path, source):
-    run = copy_shipped(source, tmp_path)
-    done = subprocess.run([sys.executable, "-m", "snakemake",
-                           *workflow.rebuild_arguments(run, SOURCE_DIR / "Snakefile"),
-                           "--omit-from", REPORT_RULE], capture_output=True, text=True,
-                          env={**os.environ, "PATH": f"{os.path.dirname(sys.executable)}"
-                                                     f"{os.pathsep}{os.environ['PATH']}"})
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert not (run / "report").exists()
-    assert workflow.check_manifest(run, STATISTICS) == []
+def test_every_other_shipped_run_rebuilds_byte_for_byte(tmp_path, source):
+    _byte_identical(rebuild(copy_shipped(source, tmp_path), "--check"))
+
+
+# numpy's SIMD targets on this processor, and those of them that use AVX-512.
+NUMPY_FEATURES = _multiarray_umath.__cpu_features__
+AVX512 = [t for t in _multiarray_umath.__cpu_dispatch__ if t.startswith(("AVX512", "X86_V4"))]
+# A shipped run whose latency figure has a log axis, whose coordinates numpy's AVX-512
+# logarithm moved in their last digit (patel2023-cpu's, on a Zen 4 and a Sapphire Rapids host).
+LOG_AXIS_RUN = RESULTS / "patel2023-cpu"
+DRAW_ECDF = """\
+import sys
+from pathlib import Path
+import pandas as pd
+from fwbench.report.figures.usage import latency_ecdf
+run, out = Path(sys.argv[1]), Path(sys.argv[2])
+tables = run / "recorded" / "tables"
+latency_ecdf(pd.read_parquet(tables / "iterations.parquet"),
+             pd.read_parquet(tables / "trials.parquet"), out)
+"""
+
+
+@pytest.mark.slow
+def test_a_rebuild_gives_the_same_bytes_with_numpys_avx512_kernels_and_without(tmp_path):
+    if not NUMPY_FEATURES.get("AVX512F"):
+        pytest.skip("this processor lacks AVX-512, so numpy's AVX-512 kernels cannot run here: "
+                    "the rebuild was compared with and without them only on AVX-512 hosts")
+    # The difference is real here: drawn outside the workflow, the figure's bytes depend on them
+    drawn = []
+    for name, disabled in (("drawn-with", ""), ("drawn-without", " ".join(AVX512))):
+        (tmp_path / name).mkdir()
+        subprocess.run([sys.executable, "-c", DRAW_ECDF, LOG_AXIS_RUN, tmp_path / name],
+                       env={**os.environ, workflow.NUMPY_DISPATCH: disabled}, check=True)
+        drawn.append(tmp_path / name / "latency_ecdf.svg")
+    assert "attribute d: recorded" in workflow.svg_difference(*drawn)
+    # and the workflow's rebuild, made both ways, gives the recorded bytes
+    _byte_identical(rebuild(copy_shipped(LOG_AXIS_RUN, tmp_path / "with"), "--check"))
+    _byte_identical(rebuild(copy_shipped(LOG_AXIS_RUN, tmp_path / "without"), "--check",
+                            **{workflow.NUMPY_DISPATCH: " ".join(AVX512)}))
 
 
 def test_the_shipped_runs_are_the_run_folders_with_recorded_checksums():
@@ -185,3 +215,22 @@ def test_a_table_that_differs_in_shape_or_bytes_only_says_so(tmp_path):
         "stats/d.csv: differs (no recorded copy, recorded/stats/d.csv, to show where)",
         "stats/e.csv: differs (recorded/stats/e.csv is not the file recorded: record again to "
         "show where)"]
+
+
+SVG = """<svg xmlns="http://www.w3.org/2000/svg"><defs><clipPath id="p{clip}"><rect x="1"/>
+</clipPath></defs><g id="patch_4"><path d="M 25.33218{last} L 40 2" clip-path="url(#p{clip})"/>
+</g><g id="text_1"><text>{label}</text></g></svg>"""
+
+
+def test_a_figure_that_differs_is_shown_at_its_first_differing_element(tmp_path):
+    run = tmp_path / "results" / "run"
+    _record(run, {"report/figures/a.svg": SVG.format(clip="1a", last=8, label="ms"),
+                  "report/figures/b.svg": SVG.format(clip="1a", last=8, label="ms")})
+    # the clip-path's id follows the coordinates: the coordinates are the difference shown
+    (run / "report/figures/a.svg").write_text(SVG.format(clip="2b", last=7, label="ms"))
+    (run / "report/figures/b.svg").write_text(SVG.format(clip="1a", last=8, label="s"))
+    assert workflow.check_manifest(run) == [
+        "report/figures/a.svg: differs at element 6, a <path> in <g id=\"patch_4\">, "
+        "attribute d: recorded 'M 25.332188', rebuilt 'M 25.332187'",
+        "report/figures/b.svg: differs at element 8, a <text> in <g id=\"text_1\">, text: "
+        "recorded 'ms', rebuilt 's'"]

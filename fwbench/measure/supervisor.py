@@ -33,6 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fwbench.workflow import NUMPY_DISPATCH
+
 POLL_S = 0.2
 _PR_SET_PDEATHSIG = 1
 
@@ -125,8 +127,10 @@ def _start(child: Child, folder: Path, out: Path, memory_limit_mb: int | None):
     settings_path.write_text(json.dumps(child.settings))
     cmd = [sys.executable, "-m", "fwbench.measure.worker", child.entry, str(settings_path),
            str(out)]
+    # numpy as it comes: the workflow fixes its kernels for the host jobs only
+    env = {k: v for k, v in os.environ.items() if k != NUMPY_DISPATCH}
     return subprocess.Popen(
-        cmd, env={**os.environ, **child.env, "TMPDIR": str(folder)}, stderr=subprocess.PIPE,
+        cmd, env={**env, **child.env, "TMPDIR": str(folder)}, stderr=subprocess.PIPE,
         text=True, start_new_session=True, preexec_fn=lambda: _child_limits(memory_limit_mb))
 
 
