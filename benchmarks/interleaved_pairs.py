@@ -10,8 +10,11 @@ order that swaps with k:
 - sequential: the two frameworks' fresh processes one after the other, as trial k of a cell's
   two frameworks run in the pipeline; each times ``WINDOWS`` windows back to back;
 - interleaved: both fresh processes started together, each waiting once built; then they time
-  their windows in turn, A B A B ..., so both sample the host's speed over the same seconds
-  (what Abedi and Brecht, ICPE 2017, call randomized multiple interleaved trials).
+  their windows in turn, in an order drawn afresh for every round from ``--seed`` (A B, B A,
+  B A, A B, ...), so both sample the host's speed over the same seconds (what Abedi and Brecht,
+  ICPE 2017, call randomized multiple interleaved trials). The waiting process's CPU time and
+  context switches during each window, and each window's first steps one by one, are kept
+  (``Side``; ``benchmarks/aa_pairs.py`` prints them).
 
 Each process is one trial's: the trial's settings, confined to its threads' processors by
 fwbench.measure.child.load_backend (so the two processes of an interleaved pair share them, and
@@ -39,6 +42,7 @@ import dataclasses
 import json
 import math
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -77,7 +81,9 @@ def side(settings: dict) -> None:
         with backend.device_scope():
             m = measure(step, backend.synchronize, schedule)
         schedule = dataclasses.replace(schedule, warmup=REWARM)
-        print(json.dumps([sum(m.block_ns), m.block_size * len(m.block_ns)]), file=protocol)
+        steps = [m.cold_start_ns, *m.warmup_ns]  # the first after a switch, one by one
+        print(json.dumps({"block": [sum(m.block_ns), m.block_size * len(m.block_ns)],
+                          "rewarm_ns": steps}), file=protocol)
 
 
 class Side:
@@ -89,18 +95,38 @@ class Side:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
         self.windows: list[list[int]] = []  # [ns, steps] of each window's blocks
+        self.rewarm_ns: list[list[int]] = []  # each window's first steps, one by one
+        self.waiting: list[tuple[float, int]] = []  # (CPU ms, context switches) while waiting
 
     def ready(self) -> None:
         if self.proc.stdout.readline().strip() != "ready":
             raise SystemExit(f"a side exited before it was built ({self.proc.wait()})")
 
-    def window(self) -> None:
+    def window(self, waiting: Side | None = None) -> None:
+        """Time one window; ``waiting``: the other live side, whose use of the processors
+        meanwhile is recorded (it should be none)."""
+        before = waiting.usage() if waiting else None
         self.proc.stdin.write("go\n")
         self.proc.stdin.flush()
         answer = self.proc.stdout.readline()
         if not answer:
             raise SystemExit(f"a side exited in a window ({self.proc.wait()})")
-        self.windows.append(json.loads(answer))
+        if waiting:
+            after = waiting.usage()
+            waiting.waiting.append((after[0] - before[0], after[1] - before[1]))
+        window = json.loads(answer)
+        self.windows.append(window["block"])
+        self.rewarm_ns.append(window["rewarm_ns"])
+
+    def usage(self) -> tuple[float, int]:
+        """CPU milliseconds and context switches of the process's threads so far (/proc)."""
+        proc = Path(f"/proc/{self.proc.pid}")
+        stat = (proc / "stat").read_text().rpartition(")")[2].split()
+        ticks = int(stat[11]) + int(stat[12])  # utime, stime: every thread's
+        switches = sum(int(line.split()[1]) for task in proc.glob("task/*")
+                       for line in (task / "status").read_text().splitlines()
+                       if "ctxt_switches" in line)  # voluntary and not, per thread
+        return ticks * 1000 / os.sysconf("SC_CLK_TCK"), switches
 
     def close(self) -> list[list[int]]:
         """The windows' [ns, steps]; the process ends."""
@@ -109,27 +135,32 @@ class Side:
         return self.windows
 
 
-def sequential(first: dict, second: dict) -> list[list[list[int]]]:
-    """[first, second] windows, one process after the other."""
-    times = []
+def sequential(first: dict, second: dict, rng: random.Random) -> list[Side]:
+    """[first, second] sides, one process after the other."""
+    sides = []
     for settings in (first, second):
         s = Side(settings)
         s.ready()
         for _ in range(WINDOWS):
             s.window()
-        times.append(s.close())
-    return times
+        s.close()
+        sides.append(s)
+    return sides
 
 
-def interleaved(first: dict, second: dict) -> list[list[list[int]]]:
-    """[first, second] windows, both processes alive, timing them in turn."""
+def interleaved(first: dict, second: dict, rng: random.Random) -> list[Side]:
+    """[first, second] sides, both processes alive, timing their windows in turn, in an
+    order drawn afresh for every round (not a fixed A B A B)."""
     sides = [Side(first), Side(second)]
     for s in sides:
         s.ready()
     for _ in range(WINDOWS):
-        for s in sides:
-            s.window()
-    return [s.close() for s in sides]
+        a, b = rng.sample(sides, 2)
+        a.window(waiting=b)
+        b.window(waiting=a)
+    for s in sides:
+        s.close()
+    return sides
 
 
 DESIGNS = {"sequential": sequential, "interleaved": interleaved}
@@ -164,8 +195,10 @@ ROWS = {
 }
 
 
-def main(config_path: str, pairs: int, only: list[str]) -> int:
+def main(config_path: str, pairs: int, only: list[str], seed: int) -> int:
     config = load(config_path)
+    rng = random.Random(seed)
+    print(f"seed {seed}: the order of each interleaved round", file=sys.stderr)
     plan = Plan.from_config(config)
     family = len(comparisons(plan, []))
     chosen = comparisons(plan, only)
@@ -179,7 +212,8 @@ def main(config_path: str, pairs: int, only: list[str]) -> int:
             designs = list(DESIGNS)[:: 1 if (k // 2) % 2 == 0 else -1]
             for design in designs:
                 t0 = time.perf_counter()
-                windows = dict(zip(order, DESIGNS[design](*(sides[f] for f in order))))
+                ran = DESIGNS[design](*(sides[f] for f in order), rng)
+                windows = {f: side.windows for f, side in zip(order, ran)}
                 walls[pair_id, design] += time.perf_counter() - t0
                 for row, (of, n) in ROWS.items():
                     if of == design:
@@ -223,6 +257,8 @@ if __name__ == "__main__":
     parser.add_argument("--pairs", type=int, default=8, help="pairs per design and comparison")
     parser.add_argument("--cells", nargs="*", default=[],
                         help="only comparisons whose id contains one of these (e.g. lenet5)")
+    parser.add_argument("--seed", type=int, default=20261128,
+                        help="seed of the order of each interleaved round (printed)")
     parser.add_argument("--side", help=argparse.SUPPRESS)  # one side: a trial's settings
     args = parser.parse_args()
     if args.side:
@@ -230,4 +266,4 @@ if __name__ == "__main__":
         sys.exit(0)
     if args.pairs < 2:
         parser.error(f"--pairs must be at least 2 for a deviation, got {args.pairs}")
-    sys.exit(main(args.config, args.pairs, args.cells))
+    sys.exit(main(args.config, args.pairs, args.cells, args.seed))
