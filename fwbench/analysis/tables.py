@@ -3,14 +3,14 @@ trial result files (docs/export.md describes every column). Framework-free."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
 from fwbench.analysis.steady_state import classify
 from fwbench.files import write_atomic
-from fwbench.measure.results import load_trial, samples_per_iteration
+from fwbench.measure.results import load_trial, read_json, samples_per_iteration
 from fwbench.measure.telemetry.machine import trial_machine_columns
+from fwbench.measure.telemetry.outside import outside_busy
 
 AXES = ["experiment", "device", "framework", "model", "phase", "batch_size", "input_shape",
         "precision", "mode", "profile", "strategy", "world_size", "optimizer"]
@@ -64,6 +64,7 @@ def trial_row(result: dict) -> dict:
         "ended_at": result["ended_at"],
         "git_commit": result["workflow"]["git_commit"],
         "git_dirty": result["workflow"]["git_dirty"],
+        "measuring_code": result["workflow"].get("measuring_code"),  # None before it was kept
         "session": result["workflow"]["session"],
         "fwbench_version": result.get("fwbench_version"),  # None in results from before it was kept
         **real_data_columns(result["details"]),
@@ -146,12 +147,24 @@ def _telemetry_columns(summary: dict | None) -> dict:
     return {column: measure.get(key) for column, key in TELEMETRY_COLUMNS.items()}
 
 
+def outside_columns(result: dict, path) -> dict:
+    """How busy the processors outside the trial's own were while it was timed, read from its
+    telemetry side file beside ``path`` (fwbench.measure.telemetry.outside), and how."""
+    cell, settings = result["cell"], result["settings"]
+    measure = ((result.get("telemetry") or {}).get("phases") or {}).get("measure") or {}
+    busy, how = outside_busy(
+        Path(path).with_suffix(".telemetry.csv"), result["markers_ns"],
+        threads=settings["requested"]["threads"] * (cell.get("world_size") or 1),
+        processors=(result.get("environment") or {}).get("cpu_count"),
+        own_cpus=settings["in_force"].get("cpus"), util_mean=measure.get("cpu_util_mean_pct"))
+    return {"outside_busy_pct": busy, "outside_busy_method": how}
+
+
 def _with_environment(result: dict, path) -> dict:
     """The result with the machine facts of its trial-<k>.env.json beside it, when present."""
     env_path = Path(path).with_suffix(".env.json")
     if env_path.exists():
-        with open(env_path) as f:
-            result["environment"] = json.load(f)
+        result["environment"] = read_json(env_path, "trial provenance")
     return result
 
 
@@ -166,6 +179,7 @@ def environment_columns(env: dict | None) -> dict:
         "platform": env.get("platform"),
         "python": env.get("python"),
         "cpu_model": env.get("cpu_model"),
+        "cpu_kind": (env.get("cpu") or {}).get("kind"),
         "cpu_count": env.get("cpu_count"),
         "container": image.get("reference") or image.get("image_file") if image else container,
         "image_digest": image.get("digest"),
@@ -182,13 +196,15 @@ def collect_tables(paths) -> dict:
     (one row per trial and class pair) tables, empty with their columns when none ran."""
     import pandas as pd
 
+    paths = list(paths)
     results = [_with_environment(load_trial(p), p) for p in paths]
     iterations = pd.DataFrame(
         [{**_axes(r), "trial": r["trial"], "iteration": i, "time_ns": t}
          for r in results for i, t in enumerate(r["iteration_ns"])],
         columns=[*_axes_columns(), "trial", "iteration", "time_ns"],
     )
-    trials = pd.DataFrame([trial_row(r) for r in results])
+    trials = pd.DataFrame([{**trial_row(r), **outside_columns(r, p)}
+                           for r, p in zip(results, paths)])
     trials["started_at"] = pd.to_datetime(trials["started_at"])
     trials["ended_at"] = pd.to_datetime(trials["ended_at"])
     trials = trials.sort_values("started_at", kind="stable").reset_index(drop=True)

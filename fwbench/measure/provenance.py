@@ -5,7 +5,8 @@ Two halves, because the trial's parent process never imports a framework:
 - :func:`environment` — parent side, framework-free: image reference and digest (or
   ``container: none``), Python and every installed package with its version, OS and kernel, CPU,
   memory, GPUs and driver through NVML, the environment variables that change behaviour, and the
-  workflow's git commit and dirty flag (fwbench.environment.source).
+  workflow's git commit and dirty flag, and the hash of what measures
+  (fwbench.environment.source).
   ``fwbench.measure.trial.run_trial`` writes it to ``trial-<k>.env.json``, merged with the child's
   versions.
 - :func:`framework_runtime` — child side, after the framework ran: its build information (the
@@ -25,7 +26,7 @@ import socket
 import sys
 from pathlib import Path
 
-from fwbench.environment.source import git_state
+from fwbench.environment.source import git_state, measuring_code
 
 # Environment variables that change what a framework does or how fast: threads, devices,
 # allocators, determinism, precision, compilers, library search paths and caches. Recorded
@@ -69,13 +70,15 @@ def environment(nvml_spec=None) -> dict:
     from fwbench.measure.telemetry.machine import machine_state
 
     cpu = cpu_info()
+    container = runtime_container()
+    image = container if isinstance(container, dict) else {}
     return {
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "cpu_model": cpu["model"],
         "cpu_count": cpu["logical_cores"],
-        "container": runtime_container(),
+        "container": container,
         "python_build": python_info(),
         "packages": packages(),
         "os": os_info(),
@@ -85,7 +88,7 @@ def environment(nvml_spec=None) -> dict:
         # governor, turbo, SMT; GPU power limit, persistence, clocks, ECC, MIG (docs/telemetry.md)
         "machine_state": machine_state(nvml=nvml_spec),
         "environment_variables": behaviour_variables(),
-        "workflow": git_state(),
+        "workflow": {**git_state(), "measuring_code": measuring_code(image.get("digest"))},
     }
 
 
@@ -151,15 +154,24 @@ def os_info() -> dict:
     }
 
 
-def cpu_info() -> dict:
-    model, cores = None, set()
+# The instruction-set extensions that decide which kernels oneDNN, Eigen, ATen and numpy pick.
+ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx_vnni", "avx512f", "avx512bw", "avx512vl",
+             "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8")
+
+
+def cpu_info(cpuinfo: str | os.PathLike = "/proc/cpuinfo",
+             sysfs_root: str | os.PathLike = "/sys") -> dict:
+    """The processor: its identity (vendor, family, model, stepping, microcode: a VM's model
+    name often says only "AMD EPYC"), its cache sizes, the instruction-set extensions that pick
+    the frameworks' kernels, and its ``kind`` (``processor_kind``), which a run never mixes."""
+    fields, cores = {}, set()
     physical = core = None
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path(cpuinfo).read_text().splitlines():
             key, _, value = (part.strip() for part in line.partition(":"))
-            if key == "model name" and model is None:
-                model = value
-            elif key == "physical id":
+            if key and key not in fields:
+                fields[key] = value
+            if key == "physical id":
                 physical = value
             elif key == "core id":
                 core = value
@@ -174,13 +186,55 @@ def cpu_info() -> dict:
         usable = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         usable = None
-    return {
-        "model": model or platform.processor() or "unknown",
+    flags = set(fields.get("flags", "").split())
+    info = {
+        "model": fields.get("model name") or platform.processor() or "unknown",
         "logical_cores": os.cpu_count(),
         "physical_cores": len(cores) or None,
         "usable_cores": usable,
         "architecture": platform.machine(),
+        "vendor": fields.get("vendor_id"),
+        "family": _integer(fields.get("cpu family")),
+        "model_number": _integer(fields.get("model")),
+        "stepping": _integer(fields.get("stepping")),
+        "microcode": fields.get("microcode"),
+        "isa": [flag for flag in ISA_FLAGS if flag in flags],
+        "caches": _caches(Path(sysfs_root, "devices/system/cpu/cpu0/cache")),
     }
+    return {**info, "kind": processor_kind(info)}
+
+
+def processor_kind(cpu: dict) -> str:
+    """What a verdict holds for: vendor, family and model, and the widest vector extensions
+    (``AuthenticAMD family 25 model 17, AVX-512``). Two hosts of one kind run the same kernels;
+    stepping and microcode are recorded, not part of the kind."""
+    isa = set(cpu.get("isa") or ())
+    widest = ("AVX-512 and AMX" if "amx_tile" in isa else "AVX-512" if "avx512f" in isa
+              else "AVX2" if "avx2" in isa else "no AVX2")
+    if cpu.get("vendor") is None:
+        return f"{cpu.get('model') or 'unknown'}, {widest}"
+    return f"{cpu['vendor']} family {cpu.get('family')} model {cpu.get('model_number')}, {widest}"
+
+
+def _integer(value: str | None) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _caches(folder: Path) -> dict[str, str]:
+    """Cache sizes as sysfs gives them (``{"L1d": "32K", "L2": "1024K", ...}``)."""
+    caches = {}
+    for index in sorted(folder.glob("index*")):
+        try:
+            level, kind, size = ((index / name).read_text().strip()
+                                 for name in ("level", "type", "size"))
+        except OSError:
+            continue
+        suffix = {"Data": "d", "Instruction": "i"}.get(kind, "")
+        caches[f"L{level}{suffix}"] = size
+    return caches
 
 
 def memory_bytes() -> int | None:

@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 
 from fwbench import workflow
 from fwbench.environment import images, source
+from fwbench.errors import FwbenchError
 from fwbench.measure import calibration, provenance, results, telemetry
 from fwbench.measure.child import ENTRIES, progress, stamp, thread_environment
 from fwbench.measure.settings import TrialPayload, TrialSettings
@@ -60,6 +61,8 @@ def run_trial(settings: Mapping, result_path, env_path, telemetry_path, idle_pat
     options = settings.telemetry
     uuids = telemetry.visible_gpu_uuids()[:cell.world_size] if cell.device == "cuda" else []
     idle = _read_json(idle_path) if idle_path else None
+    if idle:
+        check_processor(idle, idle_path)
     guard = None
     if options["thermal_guard"]:
         guard = telemetry.wait_for_idle_temperature(**options["thermal_guard"], idle=idle,
@@ -127,7 +130,25 @@ def _now() -> str:
 
 
 def measure_idle_baseline(path, *, duration_s: float, period_s: float) -> dict:
-    """The run's idle baseline (GPU power and temperature, CPU temperature), written to ``path``."""
-    idle = telemetry.measure_idle(duration_s, period_s=period_s)
+    """The run's idle baseline (GPU power and temperature, CPU temperature), written to ``path``
+    with the processor the run starts on (``check_processor``)."""
+    idle = {**telemetry.measure_idle(duration_s, period_s=period_s),
+            "processor": provenance.cpu_info()}
     results.write_json(idle, path)
     return idle
+
+
+def check_processor(idle: dict, idle_path) -> None:
+    """Refuse to measure a trial of a run that started on another kind of processor: a
+    verdict holds for the processor it was measured on, and a run never pools two kinds (a
+    resumed run moved to another host would). Runs whose baseline names no processor (before
+    it was recorded) are not checked."""
+    started = (idle.get("processor") or {}).get("kind")
+    here = provenance.cpu_info()["kind"]
+    if started and started != here:
+        raise FwbenchError(
+            f"this run started on another kind of processor ({started}, {idle_path}); this "
+            f"machine is {here}. A run never pools two kinds: measure its other trials on a "
+            "host of the kind it started on, or run the config again as a new run "
+            "(--config run=<name>) here and put the two together with `fwbench merge`, which "
+            "keeps each as an origin of its own")

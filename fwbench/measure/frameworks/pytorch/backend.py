@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import tempfile
 from contextlib import nullcontext
 from functools import partial
 
@@ -127,8 +130,29 @@ class PyTorchBackend(Backend):
                 "blas": blas.group(1) if blas else None,
                 "onednn": torch.backends.mkldnn.is_available(),
                 "instruction_set": torch.backends.cpu.get_cpu_capability(),
+                "onednn_isa": _onednn_isa(),
             },
         }
+
+
+def _onednn_isa() -> str | None:
+    """The instruction set oneDNN dispatches to here, as its verbose header names it ("Intel
+    AVX-512 with Intel DL Boost and bfloat16 support"): one small convolution with verbose
+    mode on, after the measurement, its output (C's stdout) read from a file."""
+    with tempfile.TemporaryFile() as captured:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(captured.fileno(), 1)
+        try:
+            with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+                torch.nn.functional.conv2d(torch.ones(2, 8, 16, 16), torch.ones(8, 8, 3, 3))
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        captured.seek(0)
+        found = re.search(r"^onednn_verbose,.*?,cpu,isa:(.+)$", captured.read().decode(
+            errors="replace"), re.M)
+    return found.group(1).strip() if found else None
 
 
 def _to_host(output):

@@ -158,6 +158,9 @@ class TensorFlowBackend(Backend):
                 "onednn": _pywrap_util_port.IsMklEnabled()
                 or os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") != "0",
                 "instruction_set": None,
+                # oneDNN names its ISA only with ONEDNN_VERBOSE set before its first primitive,
+                # which would log every op the trial times; TensorFlow has no switch for later
+                "onednn_isa": None,
             },
         }
 
