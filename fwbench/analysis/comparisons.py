@@ -266,13 +266,27 @@ def _comparison_note(r, confidence: float) -> str:
     note += (f"; paired over {r.n_pairs_used} pairs, interval at {r.ratio_ci_level:.2%}, "
              f"equivalence at {r.equivalence_ci_level:.2%} (family `{r.family}`: "
              f"{r.family_size} comparisons, together at least {r.ratio_ci_family_level:.1%})")
-    if r.verdict.endswith("_faster") and r.signflip_p > alpha / r.family_size:
-        note += (f"; the exact sign-flip check does not reach the family's level "
-                 f"(p = {r.signflip_p:.2g}; its floor with {r.n_pairs_used} pairs is "
-                 f"{2.0 ** (1 - r.n_pairs_used):.2g})")
+    if r.verdict.endswith("_faster"):
+        note += _signflip_note(r.signflip_p, r.n_pairs_used, alpha / r.family_size)
     if r.n_unpaired:
         note += f"; {r.n_unpaired} trials without their partner enter only the rank checks"
     return note
+
+
+def _signflip_note(p: float, pairs: int, level: float) -> str:
+    """What the exact sign-flip check says of a decided comparison at the family's level
+    ``level`` (alpha/m). With n pairs its smallest p is 2/2^n: below the level's reach it can
+    confirm nothing, whatever the data, and the note says so rather than report a failure."""
+    floor = 2.0 ** (1 - pairs)
+    if floor > level:
+        needed = math.ceil(1 - math.log2(level))
+        return (f"; the exact sign-flip check cannot reach the family's level with {pairs} "
+                f"pairs (its smallest p, 2/2^{pairs} = {floor:.2g}, is above {level:.2g}; it "
+                f"needs {needed} pairs), so it neither confirms nor questions the verdict")
+    if p > level:
+        return (f"; the exact sign-flip check does not confirm it at the family's level "
+                f"(p = {p:.2g} > {level:.2g})")
+    return ""
 
 
 def sensitivity_table(per_trial: pd.DataFrame, primary: pd.DataFrame, *, leave_out,
