@@ -5,7 +5,6 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
-SNAKEMAKE := $(BIN)/snakemake
 
 .PHONY: run resume rebuild test test-fast test-tools test-slurm bench-harness bench-telemetry
 
@@ -15,14 +14,20 @@ $(INSTALLED): requirements.lock pyproject.toml
 	$(BIN)/pip install --quiet --no-deps --editable .
 	touch $@
 
-# Run the embedded default sweep (config.yaml), resuming whatever an interrupted run left.
+# Run the embedded default sweep (config.yaml; PRESET=<name>: presets/<name>.yaml alone),
+# resuming whatever an interrupted run left: `fwbench run` checks the machine first (fwbench
+# doctor), never writes into a shipped run's folder, rewrites results/index.html, and names the
+# folder it wrote on its last line. ARGS: more Snakemake arguments.
 run: resume
 
 resume: $(INSTALLED)
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m fwbench unlock-if-idle
-	PATH=$(abspath $(BIN)):$$PATH $(SNAKEMAKE) --cores 1 --rerun-incomplete
-	$(BIN)/python -m fwbench index
-	@echo "Report: results/default/report/report.html and report.pdf; every run: results/index.html"
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m fwbench run \
+		$(if $(PRESET),--preset $(PRESET)) $(if $(ARGS),-- $(ARGS))
+
+# What a run needs and what would disturb it, checked on this machine (`make run` does it first).
+.PHONY: doctor
+doctor: $(INSTALLED)
+	$(BIN)/python -m fwbench doctor
 
 # Tables, statistics, figures and report of every shipped run (a results/<run>/ folder with the
 # checksums of its rebuild, rebuild.sha256), each from its cell files alone, then the index of
@@ -31,10 +36,11 @@ SHIPPED := $(patsubst results/%/rebuild.sha256,%,$(wildcard results/*/rebuild.sh
 .PHONY: $(SHIPPED:%=rebuild-%)
 rebuild: $(SHIPPED:%=rebuild-%)
 	$(BIN)/python -m fwbench index
-	@echo "Reports: results/<run>/report/report.html and report.pdf; every run: results/index.html"
+	@echo "Rebuilt $(SHIPPED:%=results/%/) (each one's report/report.html and report.pdf); every run: results/index.html"
 
 $(SHIPPED:%=rebuild-%): rebuild-%: $(INSTALLED)
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m fwbench rebuild results/$*
+	@echo "Rebuilt results/$*/: report/report.html and report.pdf"
 
 # The whole suite in worker processes, one per core up to 4 (each test stays in one process;
 # its largest test holds ~10 GB). Tests of one xdist_group share a worker, and so a fixture: the
@@ -97,6 +103,19 @@ bench-external: $(INSTALLED)
 bench-pairs: $(INSTALLED)
 	$(BIN)/python benchmarks/interleaved_pairs.py --pairs 8
 
+# A/A controls: the same cell in both slots of 20 pairs per framework, as trials run now and
+# taking turns in an order drawn per round; how often a design calls the same thing different,
+# what the waiting process does, and the re-warm after a switch (docs/statistics.md).
+.PHONY: bench-aa
+bench-aa: $(INSTALLED)
+	$(BIN)/python benchmarks/aa_pairs.py --pairs 20 --cells lenet5/infer
+
+# `fwbench compare --fail-on-slowdown 10` by simulation: its false FAIL rate, its power at true
+# ratios 1.1-1.3 and each cell's detectable slowdown, 8 cells of 8 trials a side (docs/compare.md).
+.PHONY: bench-gate
+bench-gate: $(INSTALLED)
+	$(BIN)/python benchmarks/compare_gate.py --families 2000
+
 # A trial of each framework through Snakemake, by stage (goal: <= 1 s beyond import and measurement).
 .PHONY: bench-trial
 bench-trial: $(INSTALLED)
@@ -119,27 +138,34 @@ images: $(INSTALLED)
 		$(if $(INDEX_URL),--index-url $(INDEX_URL))
 
 # The images once (`make images` when containers/build/images.lock is missing; run it again to
-# rebuild them), then the default sweep (config.yaml) with every benchmark job in its
-# framework's image: with Apptainer as it is, without it through scripts/containers/apptainer,
-# a shim that answers Snakemake's apptainer calls with `podman run` (`docker run` with
-# ENGINE=docker, or where Podman is missing). ARGS: more Snakemake arguments, for example
-# ARGS="--config 'devices=[cpu,cuda]'" on a GPU machine. Resumes like `make run`.
+# rebuild them), then the default sweep (config.yaml; PRESET=<name>: a preset) with every
+# benchmark job in its framework's image: with Apptainer as it is, without it through
+# scripts/containers/apptainer, a shim that answers Snakemake's apptainer calls with `podman
+# run` (`docker run` with ENGINE=docker, or where Podman is missing) and finds by itself the
+# limits the engine accepts. ARGS: more Snakemake arguments, for example
+# ARGS="--config 'devices=[cpu,cuda]'" on a GPU machine. Runs and resumes like `make run`
+# (`fwbench run --use-singularity`), and names the folder it wrote on its last line.
 .PHONY: run-containers
 IMAGES_LOCK := containers/build/images.lock
 $(IMAGES_LOCK):
 	$(MAKE) images
 run-containers: $(INSTALLED) $(IMAGES_LOCK)
-	$(BIN)/python -m fwbench unlock-if-idle
 	$(if $(shell command -v apptainer),,PATH=$(abspath scripts/containers):$$PATH) \
 	$(if $(filter docker,$(ENGINE)),APPTAINER_SHIM_ENGINE=docker) \
-		$(SNAKEMAKE) --cores 1 --use-singularity --rerun-incomplete $(ARGS)
-	@echo "Report: results/default/report/report.html and report.pdf"
+		$(BIN)/python -m fwbench run $(if $(PRESET),--preset $(PRESET)) -- --use-singularity $(ARGS)
 
 # Both images built here with Podman on a stand-in Debian base, checked inside, and the workflow
 # run in them through an apptainer-on-podman shim, `make run-containers` from a fresh clone
 # included (needs root; not part of `make test`).
 test-containers: $(INSTALLED)
 	scripts/containers/test.sh
+
+# Both CUDA images built here with Podman on the same stand-in base, and audited without a GPU:
+# their CUDA stack against their locks and labels, the driver each needs, "no GPU" in one line,
+# and a second --no-cache build giving the same digests (needs root; not part of `make test`).
+.PHONY: test-cuda-images
+test-cuda-images: $(INSTALLED)
+	scripts/containers/test_cuda.sh
 
 # Resolve every tag in containers/images.lock to the digest it points to now and write the lock
 # (needs skopeo, crane or docker, and the registry); then commit it. See docs/containers.md.

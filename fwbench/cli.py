@@ -27,8 +27,12 @@ examples:
   fwbench rebuild results/reference        remake the shipped reference run's report
   fwbench export results/reference         its tables as Parquet and CSV, with a data dictionary
   fwbench models                           the models both frameworks provide
-  fwbench unlock-if-idle && snakemake --cores 1 --rerun-incomplete
-                                           resume an interrupted run
+  fwbench doctor                           is this machine ready, and quiet, for a run?
+  fwbench run                              the default sweep, or resume it (make run)
+  fwbench run --preset tian2020-cpu        a preset; results/tian2020-cpu-2/, as that one ships
+  fwbench run --dry-run -- --use-singularity
+                                           what would run, every trial in its image
+  fwbench audit results/reference          its software versions, and what differs elsewhere
 
 `fwbench <command> --help` explains a command. Documentation: README.md and docs/."""
 
@@ -126,19 +130,28 @@ def _run_dir(path: str) -> Path:
     """A run folder that exists, or an error naming what to pass instead."""
     run_dir = Path(path)
     if not (run_dir / "cells").is_dir():
+        why = ("it does not exist" if not run_dir.exists() else "it is a file"
+               if not run_dir.is_dir() else "it has no cells/ folder of trial results")
         runs = sorted(p.parent.name for p in Path("results").glob("*/cells"))
         hint = f" Runs here: {', '.join(f'results/{r}' for r in runs)}." if runs else (
             " No run under ./results: run the workflow first (`make run`), or work from the "
             "repository, which ships results/reference.")
-        raise FwbenchError(f"{path} is not a run folder (it has no cells/ folder of trial "
-                           f"results); give results/<run>.{hint}")
+        raise FwbenchError(f"{path} is not a run folder ({why}); give results/<run>.{hint}")
     return run_dir
 
 
 def _rebuild_command(args) -> int:
     from fwbench import workflow
+    from fwbench.analysis.run_folder import saved_config, trial_files
+    from fwbench.measure.results import load_trial
 
+    if args.preliminary and not args.record:
+        raise FwbenchError("--preliminary records a run that failed the shipping gate: give it "
+                           "with --record")
     run_dir = _run_dir(args.run_dir)
+    saved_config(run_dir)   # a config or result that does not read stops here, not in Snakemake
+    for path in trial_files(run_dir):
+        load_trial(path)
     try:
         arguments = workflow.rebuild_arguments(run_dir, SOURCE_DIR / "Snakefile")
     except ValueError as exc:
@@ -149,8 +162,21 @@ def _rebuild_command(args) -> int:
         return status
     manifest = run_dir / workflow.MANIFEST
     if args.record:
+        # Only a run that passed the shipping gate is recorded as evidence; --preliminary
+        # records one that failed, as the preliminary run its report and README say it is.
+        from fwbench.analysis.gate import failures, read_gate
+
+        reasons = failures(read_gate(run_dir))
+        for reason in reasons:
+            print(f"fwbench rebuild: gate: {reason}", file=sys.stderr)
+        if reasons and not args.preliminary:
+            print(f"fwbench rebuild: refused to record {args.run_dir}: it failed the shipping "
+                  "gate for the reasons above; measure it again, or record it as preliminary "
+                  "with --record --preliminary", file=sys.stderr)
+            return 1
         workflow.write_manifest(run_dir)
-        print(f"fwbench rebuild: checksums of every rebuilt file -> {manifest}", file=sys.stderr)
+        print(f"fwbench rebuild: {'preliminary' if reasons else 'passed the shipping gate'}; "
+              f"checksums of every rebuilt file -> {manifest}", file=sys.stderr)
         return 0
     if not manifest.is_file():
         raise FwbenchError(f"{manifest} is missing: record one with `fwbench rebuild "
@@ -165,41 +191,47 @@ def _rebuild_command(args) -> int:
 
 def _export_command(args) -> int:
     from fwbench.analysis.export import export_run
+    from fwbench.analysis.run_folder import tables_folder
 
-    written = export_run(_run_dir(args.run_dir), args.out, formats=args.format,
-                         mlflow=args.mlflow, mlflow_uri=args.mlflow_uri)
+    run_dir = _run_dir(args.run_dir)
+    written = export_run(run_dir, args.out, formats=args.format, mlflow=args.mlflow,
+                         mlflow_uri=args.mlflow_uri)
     dictionary = next(p for p in written if p.name == "data_dictionary.json")
-    print(f"fwbench export: {len(written)} files in {dictionary.parent}; what each column "
-          f"holds, and its unit: {dictionary}" + (f"; MLflow run in {written[-1]}"
-                                                  if args.mlflow else ""), file=sys.stderr)
+    print(f"fwbench export: {len(written)} files in {dictionary.parent}, from the tables in "
+          f"{tables_folder(run_dir)}; what each column holds, and its unit: {dictionary}"
+          + (f"; MLflow run in {written[-1]}" if args.mlflow else ""), file=sys.stderr)
     return 0
 
 
 def _compare_command(args) -> int:
+    """Exit 0: passed (or no gate), 1: a cell fails the gate, 2: bad input (main), 3: no cell
+    could be decided; on 2 and 3 nothing is written. The gate's PASS or FAIL line comes last."""
     from fwbench.analysis.compare import compare_runs, slowdowns
     from fwbench.analysis.run_folder import load_run
-    from fwbench.report.compare_page import summary, write_comparison
+    from fwbench.report.compare_page import gate_line, summary, write_comparison
 
     a, b = load_run(args.run_a), load_run(args.run_b)
+    for stale in (run.stale for run in (a, b) if run.stale):
+        print(f"fwbench compare: {stale}", file=sys.stderr)
     comparison = compare_runs(a, b)
-    print(summary(comparison))
+    if undecided := comparison.undecided():
+        print(f"fwbench compare: nothing could be decided: {undecided}; nothing written",
+              file=sys.stderr)
+        return 3
+    print(summary(comparison), flush=True)
     out = Path(args.out) if args.out else a.path.parent / f"compare-{a.name}-{b.name}"
     written = write_comparison(comparison, out)
-    print(f"fwbench compare: wrote {', '.join(map(str, written))}", file=sys.stderr)
+    print(f"fwbench compare: wrote {', '.join(map(str, written))}", file=sys.stderr, flush=True)
     if args.fail_on_slowdown is None:
         return 0
-    slower = slowdowns(comparison, args.fail_on_slowdown)
-    for row in slower.itertuples():
-        print(f"fwbench compare: {row.cell_id} is slower in B by more than "
-              f"{args.fail_on_slowdown:g}% (B/A {row.ratio:.3g}, interval "
-              f"[{row.ratio_ci_low:.3g}, {row.ratio_ci_high:.3g}])", file=sys.stderr)
-    return 1 if len(slower) else 0
+    print(gate_line(comparison, args.fail_on_slowdown))
+    return 1 if len(slowdowns(comparison.cells, args.fail_on_slowdown)) else 0
 
 
 def _merge_command(args) -> int:
     from fwbench.analysis.merge import ORIGINS, merge_runs
 
-    origins = merge_runs(args.runs, args.into)
+    origins = merge_runs([_run_dir(run) for run in args.runs], args.into)
     for row in origins:
         print(f"fwbench merge: {row['source']} -> trials {row['trials']} of {args.into} "
               f"(origin {row['origin']}, {row['hostname']}, {row['cpu_model']})",
@@ -212,7 +244,10 @@ def _merge_command(args) -> int:
 def _index_command(args) -> int:
     from fwbench.report.index import write_index
 
-    print(f"fwbench index: {write_index(args.results, args.out)}", file=sys.stderr)
+    out, unreadable = write_index(args.results, args.out)
+    for name, why in unreadable.items():
+        print(f"fwbench index: {name} is listed as unreadable: {why}", file=sys.stderr)
+    print(f"fwbench index: {out}", file=sys.stderr)
     return 0
 
 
@@ -235,6 +270,60 @@ def _pin_images_command(args) -> int:
     from fwbench.environment.pinning import pin_command
 
     return pin_command(args.lock)
+
+
+def _doctor_command(args) -> int:
+    from fwbench.measure import doctor
+
+    found = doctor.checks(args.path, containers=args.use_singularity)
+    print("\n".join(map(doctor.line, found)))
+    print(doctor.verdict(found))
+    return 1 if doctor.blocks(found) else 0
+
+
+def _run_command(args) -> int:
+    from fwbench.measure import doctor
+    from fwbench.plan.runs import new_run, uses_containers
+
+    extra = args.snakemake_args[1:] if args.snakemake_args[:1] == ["--"] else args.snakemake_args
+    run = new_run(args.preset, args.configfile, extra, dry_run=args.dry_run)
+    moved = (f" (results/{run.asked}/ holds a shipped run, which no run writes into)"
+             if run.run != run.asked else "")
+    print(f"fwbench run: {'would write' if args.dry_run else 'writes'} {run.folder}{moved}",
+          file=sys.stderr)
+    found = doctor.checks(containers=uses_containers(extra))
+    print("\n".join(map(doctor.line, found)), doctor.verdict(found), sep="\n", file=sys.stderr)
+    if doctor.blocks(found):
+        print("fwbench run: nothing started, nothing written", file=sys.stderr)
+        return 1
+    if not args.dry_run and _unlock_command(args):
+        return 1
+    print(f"fwbench: snakemake {' '.join(run.arguments)}", file=sys.stderr)
+    status = _snakemake(run.arguments)
+    if args.dry_run:
+        print(f"fwbench run: dry run, nothing written; a run would write {run.folder}",
+              file=sys.stderr)
+    elif status:
+        print(f"fwbench run: wrote {run.folder}, unfinished (Snakemake's exit status {status}); "
+              "the same command resumes it", file=sys.stderr)
+    else:
+        _index_command(argparse.Namespace(results="results", out=None))
+        print(f"fwbench run: wrote {run.folder}; report: {run.folder}report/report.html and "
+              "report.pdf", file=sys.stderr)
+    return status
+
+
+def _audit_command(args) -> int:
+    from fwbench.plan.runs import audit_arguments
+
+    run_dir = _run_dir(args.run_dir)
+    arguments = audit_arguments(run_dir, SOURCE_DIR / "Snakefile")
+    print(f"fwbench: snakemake {' '.join(arguments)}", file=sys.stderr)
+    status = _snakemake(arguments)
+    if not status:
+        written = sorted(p.name for p in (run_dir / "audit").glob("*.csv"))
+        print(f"fwbench audit: {run_dir / 'audit'}/: {', '.join(written)}", file=sys.stderr)
+    return status
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -276,7 +365,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="then compare every rebuilt table, statistic, figure and report "
                             "byte for byte with the checksums the run ships (RUN/rebuild.sha256)")
     proof.add_argument("--record", action="store_true",
-                       help="then write those checksums (RUN/rebuild.sha256)")
+                       help="then write those checksums (RUN/rebuild.sha256), only for a run "
+                            "that passed the shipping gate (RUN/stats/gate.csv); otherwise it "
+                            "refuses and names every reason")
+    rebuild.add_argument("--preliminary", action="store_true",
+                         help="with --record: record a run that failed the gate, as the "
+                              "preliminary run its report and README say it is")
 
     export = _command(
         commands, "export", "write a run's tables and statistics as tidy CSV or Parquet files, "
@@ -302,15 +396,30 @@ def build_parser() -> argparse.ArgumentParser:
         "interval and a verdict (slower, faster, the same within A's margin, or inconclusive) "
         "under one error control over all the cells. First prints what differs between the "
         "two environments (machine, images, versions); writes compare.csv, environment.csv "
-        "and compare.html. See docs/compare.md.", _compare_command)
+        "and compare.html. Exit status: 0 passed (or no gate), 1 a cell fails "
+        "--fail-on-slowdown, 2 bad input, 3 no cell could be decided (none shared, or too few "
+        "trials); on 2 and 3 nothing is written. See docs/compare.md.", _compare_command)
     compare.add_argument("run_a", metavar="RUN_A", help="the baseline run, e.g. "
                          "results/reference")
     compare.add_argument("run_b", metavar="RUN_B", help="the run compared with it")
     compare.add_argument("--out", help="folder to write (default: results/compare-<A>-<B>, "
                          "beside RUN_A)")
-    compare.add_argument("--fail-on-slowdown", type=float, metavar="PCT",
-                         help="exit 1 when a cell is confidently slower in B by more than PCT "
-                              "percent (its whole interval above 1 + PCT/100)")
+
+    def slowdown_percent(text: str) -> float:
+        """PCT as the gate needs it: 0 or less fails any slowdown, nan or inf none."""
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError("PCT must be a finite number of percent above 0, "
+                                             f"e.g. 10, not {text!r}")
+        return value
+
+    compare.add_argument("--fail-on-slowdown", type=slowdown_percent, metavar="PCT",
+                         help="exit 1 when a cell is confidently slower in B (its interval "
+                              "above 1) and its B/A above 1 + PCT/100; the last line says PASS "
+                              "or FAIL and why")
 
     merge = _command(
         commands, "merge", "make one run from runs of one config measured on several machines "
@@ -371,6 +480,53 @@ def build_parser() -> argparse.ArgumentParser:
     pin.add_argument("--lock", help="lock file (default: containers/images.lock, or "
                      "$FWBENCH_IMAGES_LOCK)")
 
+    doctor = _command(
+        commands, "doctor", "check this machine before a run: Python, packages, Pango, disk, "
+        "memory, container engine, load, governor, turbo, SMT",
+        "Check what a run needs and what would disturb its measurements, one line each with "
+        "`ok`, `not visible` (the system does not expose it, as in most VMs) or what to do: "
+        "the Python version, the packages the workflow imports, Pango (WeasyPrint writes the "
+        "PDF with it), free disk, memory, the container engine (with --use-singularity), the "
+        "load average and how busy the CPUs are now (over one second), and the frequency "
+        "governor, turbo and SMT. Exit 1 when something would make a run fail; warnings "
+        "(noisier measurements) do not. `fwbench run` runs it first.", _doctor_command)
+    doctor.add_argument("--use-singularity", action="store_true",
+                        help="the run's jobs will run in images: check for an engine too")
+    doctor.add_argument("--path", default=".",
+                        help="where the run writes, for the free disk (default: here)")
+
+    run = _command(
+        commands, "run", "start or resume a run: fwbench doctor, then Snakemake on config.yaml "
+        "or a preset, never into a shipped run's folder",
+        "Check the machine (fwbench doctor; stop if the run would fail), remove an interrupted "
+        "run's stale lock when no Snakemake is running here (unlock-if-idle), then run the "
+        "workflow with --rerun-incomplete on config.yaml, a preset alone (not merged into "
+        "config.yaml) or a config file, on the cores its largest trial takes (2 for the "
+        "distributed presets). The same command resumes an interrupted run. It never writes "
+        "into a folder holding a shipped run (results/<run>/ with rebuild.sha256): it writes "
+        "results/<run>-2/ instead, and says so on its first line; its last line names the "
+        "folder it wrote. Snakemake arguments go after --.", _run_command)
+    run.allow_abbrev = False   # `--config` is Snakemake's, not short for --configfile
+    config = run.add_mutually_exclusive_group()
+    config.add_argument("--preset", metavar="NAME", help="presets/NAME.yaml, e.g. tian2020-cpu")
+    config.add_argument("--configfile", metavar="FILE",
+                        help="another config, e.g. a run's results/<run>/config.yaml")
+    run.add_argument("-n", "--dry-run", action="store_true",
+                     help="say what would run, measuring and writing nothing")
+    run.add_argument("snakemake_args", nargs=argparse.REMAINDER, metavar="-- SNAKEMAKE_ARGS",
+                     help="after --, more Snakemake arguments (they win over fwbench's), e.g. "
+                     "-- --use-singularity --config 'devices=[cpu,cuda]'")
+
+    audit = _command(
+        commands, "audit", "write a run's version audit from its trial files, measuring "
+        "nothing: versions per framework environment, and what differs from other runs",
+        "Write RUN/audit/versions.csv (the software of every trial, per framework and "
+        "environment: image digest or native host) and RUN/audit/diff-<other>.csv against "
+        "every other run beside it that has been audited (rules/audit.smk), from RUN's trial "
+        "files alone, planned by the config the run saved, as `fwbench rebuild` is. No "
+        "experiment runs.", _audit_command)
+    audit.add_argument("run_dir", metavar="RUN", help="the run's folder, e.g. results/reference")
+
     # Run by the workflow (rules/benchmark.smk), not listed.
     idle = _command(
         commands, "idle", None,
@@ -423,7 +579,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, started_ns: int | None = None) -> int:
-    """``started_ns``: when ``python -m fwbench`` reached its first line (a trial's timeline)."""
+    """``started_ns``: when ``python -m fwbench`` reached its first line (a trial's timeline).
+
+    Exit 2, as argparse does for a bad argument, when the command cannot do what it was asked
+    (bad input, a missing package), with one line on stderr and nothing written: 1 stays free
+    for what a command finds (a regression, a rebuild that differs)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     args.started_ns = started_ns
@@ -436,5 +596,5 @@ def main(argv: list[str] | None = None, started_ns: int | None = None) -> int:
         print(f"fwbench {args.command}: the Python package {exc.name!r} is not installed here; "
               f"{INSTALL_HINT}", file=sys.stderr)
     except FwbenchError as exc:
-        print(f"fwbench {args.command}: {exc}", file=sys.stderr)
-    return 1
+        print(f"fwbench {args.command}: {' '.join(str(exc).split())}", file=sys.stderr)
+    return 2

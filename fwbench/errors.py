@@ -1,8 +1,12 @@
-"""The exceptions fwbench raises, in one tree.
+"""The exceptions fwbench raises, in one tree. The ``fwbench`` command prints a FwbenchError as
+one line and exits 2 (fwbench.cli.main), so a file that does not read (missing, empty, cut
+short) is turned into one where it is read, naming the file and what is wrong.
 
 FwbenchError
- ├── ConfigError        the sweep configuration is invalid (names the key and the value)
- ├── ResultError        a result file is missing, malformed or of an unknown schema version
+ ├── ConfigError        the sweep configuration is invalid or does not read (names the file, or
+ │                      the key and the value)
+ ├── ResultError        a result file or table is missing, malformed or of an unknown schema
+ │                      version
  └── BackendError       a framework failed at the backend boundary
       └── Unsupported   the cell cannot run on this framework, device or input
                         (status `unsupported`)

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from fwbench.errors import FwbenchError
+from fwbench.errors import FwbenchError, ResultError
 
 
 def snakemake_alive(directory: str | os.PathLike = ".") -> list[int]:
@@ -48,7 +48,7 @@ def stale_locks(directory: str | os.PathLike = ".") -> bool:
 # run allows only these, so a missing cell file is an error rather than a new measurement.
 HOST_RULES = ("collect_tables", "collect_profiles", "collect_telemetry_trace", "audit_versions",
               "summarise_results", "summarise_ablation", "summarise_distributed",
-              "summarise_flops", "build_report", "all")
+              "summarise_flops", "check_gate", "build_report", "all")
 # The first host steps; everything after them reruns because its inputs are then newer.
 COLLECT_RULES = ("collect_tables", "collect_profiles", "collect_telemetry_trace",
                  "audit_versions")
@@ -95,9 +95,9 @@ def restore_times(run_dir: str | os.PathLike) -> int:
     for result in run_dir.glob("cells/*/*/*/*/*/*.json"):
         stem = result.name.removesuffix(".json")
         if stem == "calibration" or re.fullmatch(r"trial-\d+", stem):
-            ended = json.loads(result.read_text()).get("ended_at")
-            if ended:
-                stamps[result.parent, stem] = datetime.fromisoformat(ended).timestamp()
+            stamp = _ended_at(result)
+            if stamp is not None:
+                stamps[result.parent, stem] = stamp
     step = 0.001
     last = {}
     for (cell, stem), stamp in stamps.items():
@@ -113,6 +113,30 @@ def restore_times(run_dir: str | os.PathLike) -> int:
         for path in (run_dir / "environment").glob("*.json"):
             set_count += _set_mtime(path, first)
     return set_count
+
+
+def _ended_at(result: Path) -> float | None:
+    """When a result says its measurement ended (seconds since the epoch), None if it does
+    not say; a result that does not read is refused before any file's time is set."""
+    try:
+        data = json.loads(result.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ResultError(f"cannot read {result}: {exc.strerror}") from exc
+    except json.JSONDecodeError as exc:  # as fwbench.measure.results.read_json says it
+        why = ("the file is empty" if not exc.doc.strip() else
+               f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}): the "
+               "file is truncated or damaged")
+        raise ResultError(f"cannot read {result}: {why}") from exc
+    except UnicodeDecodeError as exc:
+        raise ResultError(f"cannot read {result}: not UTF-8 text ({exc.reason})") from exc
+    if not isinstance(data, dict):
+        raise ResultError(f"cannot read {result}: it holds a JSON {type(data).__name__}, not "
+                          "a result")
+    ended = data.get("ended_at")
+    try:
+        return datetime.fromisoformat(ended).timestamp() if ended else None
+    except (TypeError, ValueError):
+        raise ResultError(f"{result}: ended_at {ended!r} is not an ISO 8601 time") from None
 
 
 def _set_mtime(path: Path, stamp: float) -> int:
@@ -212,7 +236,12 @@ def first_difference(recorded: str | os.PathLike, rebuilt: str | os.PathLike) ->
     header; a CSV's values are its text, a Parquet table's as Python prints them."""
     (old_columns, old), (new_columns, new) = _cells(recorded), _cells(rebuilt)
     if old_columns != new_columns:
-        return f"in its columns: recorded {old_columns}, rebuilt {new_columns}"
+        added = [c for c in new_columns if c not in old_columns]
+        removed = [c for c in old_columns if c not in new_columns]
+        if not (added or removed) or len(added) + len(removed) > 5:
+            return f"in its columns: recorded {old_columns}, rebuilt {new_columns}"
+        return "in its columns: " + ", ".join(
+            [f"rebuilt adds {c!r}" for c in added] + [f"rebuilt lacks {c!r}" for c in removed])
     for row, (old_row, new_row) in enumerate(zip(old, new), 1):
         for column, a, b in zip(old_columns, old_row, new_row):
             if a != b:

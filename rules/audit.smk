@@ -1,7 +1,8 @@
 # Host side, no framework import: the version audit. Every trial's env.json into one versions
 # table per framework environment (image digest, or the native host), and what differs from
-# another run: `snakemake --cores 1 audit` diffs against every other run under results/ that has
-# been audited; results/<run>/audit/diff-<other>.csv names one.
+# another run: the target `audit` (`fwbench audit results/<run>`, from the run's trial files
+# alone) diffs against every other run under results/ that has been audited;
+# results/<run>/audit/diff-<other>.csv names one.
 
 from fwbench.analysis.versions import audited_runs
 

@@ -80,24 +80,22 @@ def test_a_folder_that_is_no_run_names_the_runs_there(tmp_path):
     (tmp_path / "results" / "mine" / "cells").mkdir(parents=True)
     for command in ("rebuild", "export"):
         proc = run(command, "results/nope", cwd=tmp_path)
-        assert proc.returncode == 1, proc.stderr
+        assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith(f"fwbench {command}: results/nope is not a run folder")
         assert "Runs here: results/mine" in proc.stderr
 
 
 def test_a_missing_package_names_the_install_command(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "fwbench.plan.models", None)  # as if its imports were missing
-    assert cli.main(["models"]) == 1
+    assert cli.main(["models"]) == 2
     err = capsys.readouterr().err
     assert "is not installed here" in err and "make .venv/.installed" in err
 
 
 def test_a_missing_snakemake_names_the_fix(tmp_path, monkeypatch, capsys):
-    run_dir = tmp_path / "results" / "r"
-    (run_dir / "cells").mkdir(parents=True)
-    (run_dir / "config.yaml").write_text("run: r\n")
+    run_dir = small_run(tmp_path / "results" / "r")
     monkeypatch.setitem(sys.modules, "snakemake", None)  # as if it were not installed
-    assert cli.main(["rebuild", str(run_dir)]) == 1
+    assert cli.main(["rebuild", str(run_dir)]) == 2
     err = capsys.readouterr().err
     assert "Snakemake is not installed beside fwbench" in err and "make .venv/.installed" in err
 
@@ -105,9 +103,9 @@ def test_a_missing_snakemake_names_the_fix(tmp_path, monkeypatch, capsys):
 def test_a_run_without_its_saved_config_is_not_rebuilt_from_another(tmp_path, capsys):
     run_dir = tmp_path / "results" / "r"
     (run_dir / "cells").mkdir(parents=True)
-    assert cli.main(["rebuild", str(run_dir)]) == 1
+    assert cli.main(["rebuild", str(run_dir)]) == 2
     err = capsys.readouterr().err
-    assert f"{run_dir.resolve() / 'config.yaml'} is missing" in err and "copy that config" in err
+    assert f"{run_dir / 'config.yaml'} is missing" in err and "copy that config" in err
 
 
 @pytest.mark.slow
@@ -125,7 +123,7 @@ def test_help_and_version_work_with_nothing_but_fwbench_installed(tmp_path):
     assert "commands:" in subprocess.run([*main, "--help"], capture_output=True, text=True,
                                          check=True).stdout
     proc = subprocess.run([*main, "models"], capture_output=True, text=True)
-    assert proc.returncode == 1 and "make .venv/.installed" in proc.stderr
+    assert proc.returncode == 2 and "make .venv/.installed" in proc.stderr
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import sysconfig
@@ -440,3 +441,83 @@ def test_use_singularity_stops_before_any_job_when_a_digest_is_missing(tmp_path,
     assert proc.returncode != 0
     assert "make pin-images" in proc.stderr and "tensorflow" in proc.stderr
     assert not (tmp_path / "apptainer.log").exists() and not (tmp_path / "results").exists()
+
+
+# --- the apptainer shim finds the limits the engine accepts --------------------------------
+
+SHIM = REPO / "scripts" / "containers" / "apptainer"
+# An engine that refuses a process limit above $FAKE_MAX_NPROC as runc does here, its own
+# default (no --ulimit) included; records every `run` in $FAKE_ENGINE_LOG and runs nothing.
+FAKE_ENGINE = r'''#!/usr/bin/env python3
+import json, os, sys
+argv = sys.argv[1:]
+if argv[:2] == ["image", "inspect"]:
+    print("[]" if "{{json .Config.Env}}" in argv else "")
+    sys.exit(0)
+with open(os.environ["FAKE_ENGINE_LOG"], "a") as f:
+    f.write(json.dumps(argv) + "\n")
+nproc = [a.split("=")[1] for a in argv if a.startswith("nproc=")] or ["-1:-1"]
+if any(v == "-1" or int(v) > int(os.environ["FAKE_MAX_NPROC"]) for v in nproc[0].split(":")):
+    sys.exit("Error: runc: runc create failed: unable to start container process: error during "
+             "container init: error setting rlimit type 6: operation not permitted")
+'''
+
+
+def _engine(tmp_path: Path, name: str) -> Path:
+    engine = tmp_path / name
+    engine.write_text(FAKE_ENGINE)
+    engine.chmod(0o755)
+    return engine
+
+
+def _shim_with_nproc(soft: int, hard: int, *args: str, env: dict, cwd: Path):
+    """The shim run with these process limits (lowered from this process's, never raised)."""
+    return subprocess.run([sys.executable, str(SHIM), *args], env=env, cwd=cwd,
+                          capture_output=True, text=True,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NPROC,
+                                                                (soft, hard)))
+
+
+def test_the_shim_finds_the_limits_the_engine_accepts_and_caches_them_per_engine(tmp_path):
+    hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    hard = 1 << 20 if hard == resource.RLIM_INFINITY else hard
+    if hard < 10_000:
+        pytest.skip(f"the process limit here ({hard}) is below the fake engine's refusals")
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    nofile = "-1" if nofile == resource.RLIM_INFINITY else nofile
+    log = tmp_path / "engine.log"
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FAKE_ENGINE_LOG": str(log),
+           "FAKE_MAX_NPROC": str(hard - 1)}
+    env.pop("APPTAINER_SHIM_ULIMITS", None)
+
+    def runs() -> list[list[str]]:
+        return [json.loads(line) for line in log.read_text().splitlines()]
+
+    # The host's hard limit is refused: the current soft ones (`ulimit -n`, `ulimit -u`) pass.
+    env["APPTAINER_SHIM_ENGINE"] = str(_engine(tmp_path, "podman"))
+    found = _shim_with_nproc(hard - 1, hard, "shim-ulimits", "img", env=env, cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.split() == [f"nofile={nofile}:{nofile}", f"nproc={hard - 1}:{hard - 1}"]
+    assert len(runs()) == 2 and all(r[-3:] == ["--entrypoint", "true", "img"] for r in runs())
+    assert "accepts" in found.stderr and "cached" in found.stderr
+
+    # Cached: an exec asks the engine nothing more before its own run, and passes them.
+    image = tmp_path / "i.simg"
+    image.write_text(json.dumps({"apptainer_shim": "docker://img", "image_id": "sha256:ab"}))
+    done = _shim_with_nproc(hard - 1, hard, "exec", "--home", str(tmp_path), str(image), "true",
+                            env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert len(runs()) == 3 and f"nproc={hard - 1}:{hard - 1}" in runs()[-1]
+
+    # Another engine is probed again: one refusing the soft limit and its own default gets the
+    # low limits runc takes here.
+    env.update(APPTAINER_SHIM_ENGINE=str(_engine(tmp_path, "docker")), FAKE_MAX_NPROC="5000")
+    found = _shim_with_nproc(hard - 1, hard, "shim-ulimits", "img", env=env, cwd=tmp_path)
+    assert found.stdout.split() == ["nofile=1024:1024", "nproc=4096:4096"]
+    assert [r.count("--ulimit") for r in runs()[3:]] == [2, 2, 0, 2]  # host, soft, default, low
+
+    # Limits given by hand are passed as they are, with no probe.
+    env["APPTAINER_SHIM_ULIMITS"] = "nofile=64:64 nproc=64:64"
+    assert _shim_with_nproc(hard - 1, hard, "shim-ulimits", "img", env=env,
+                            cwd=tmp_path).stdout.split() == ["nofile=64:64", "nproc=64:64"]
+    assert len(runs()) == 7

@@ -14,6 +14,7 @@ import pytest
 import fwbench
 from fwbench.analysis.export import describe_column, dictionary, export_run
 from tests.conftest import REBUILT_REFERENCE
+from tests.reference_runs import REFERENCE, copy_shipped
 
 REPO = Path(__file__).resolve().parent.parent
 FWBENCH = [sys.executable, "-m", "fwbench"]
@@ -72,7 +73,7 @@ def test_export_one_format_and_mlflow_absent(reference_run, tmp_path):
     assert not list(out.rglob("*.parquet")) and (out / "stats" / "comparisons.csv").exists()
     proc = subprocess.run([*FWBENCH, "export", str(reference_run), "--mlflow", "--out",
                            str(tmp_path / "m")], capture_output=True, text=True)
-    assert proc.returncode == 1 and "pip install mlflow" in proc.stderr
+    assert proc.returncode == 2 and "pip install mlflow" in proc.stderr
     assert not (tmp_path / "m").exists()  # it failed before writing anything
 
 
@@ -142,4 +143,15 @@ def test_a_run_without_tables_says_how_to_make_them(tmp_path):
     (tmp_path / "results" / "r" / "cells").mkdir(parents=True)
     proc = subprocess.run([*FWBENCH, "export", "results/r"], cwd=tmp_path, capture_output=True,
                           text=True)
-    assert proc.returncode == 1 and "fwbench rebuild results/r" in proc.stderr
+    assert proc.returncode == 2 and "fwbench rebuild results/r" in proc.stderr
+
+
+def test_a_shipped_run_not_rebuilt_here_exports_its_recorded_tables(tmp_path):
+    """As in a fresh clone: git gives a shipped run its recorded/ tables, no tables/ or stats/."""
+    run = copy_shipped(REFERENCE, tmp_path)
+    written = export_run(run, formats=["csv"])
+    data = json.loads((run / "export" / "data_dictionary.json").read_text())
+    recorded = sorted(run.glob("recorded/tables/*.parquet")) + sorted(
+        run.glob("recorded/stats/*.csv"))
+    assert sorted(data["tables"]) == sorted(f"{p.parent.name}/{p.stem}" for p in recorded)
+    assert data["source"] == str(run / "recorded") and len(written) == len(recorded) + 1

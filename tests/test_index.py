@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import re
 
+import pandas as pd
+
+from fwbench.analysis.run_folder import trial_files
 from fwbench.cli import main
-from tests.reference_runs import move_machine, small_run
+from tests.reference_runs import REFERENCE, copy_shipped, move_machine, small_run
 
 
 def _row(html: str, name: str) -> str:
@@ -42,3 +45,26 @@ def test_the_index_links_every_run_with_its_machine_date_versions_and_headline(t
     assert "no report yet" in row and f"fwbench rebuild {fresh.as_posix()}" in row
     assert "other: Intel Xeon (2 cores)" in row and "no statistics yet" in row
     assert '<a href="compare-built-fresh/compare.html">compare-built-fresh</a>' in html
+
+
+def test_shipped_runs_read_their_recorded_tables_and_a_corrupt_run_is_listed_as_unreadable(
+        tmp_path, capsys):
+    """As in a fresh clone, where git gives a shipped run its recorded/ tables but no tables/
+    or stats/; a run whose trial file was cut short is listed with why, the others indexed."""
+    results = tmp_path / "results"
+    shipped = copy_shipped(REFERENCE, tmp_path)
+    assert not (shipped / "stats").exists() and (shipped / "recorded" / "stats").is_dir()
+    broken = small_run(results / "broken")
+    trial = trial_files(broken)[0]
+    trial.write_text(trial.read_text()[:200])
+    assert main(["index", str(results)]) == 0
+    html = (results / "index.html").read_text()
+    compared = len(pd.read_csv(shipped / "recorded" / "stats" / "comparisons.csv"))
+    trials = len(pd.read_parquet(shipped / "recorded" / "tables" / "trials.parquet"))
+    row = _row(html, "reference")
+    assert f"{trials} trials" in row and f"of {compared} comparisons" in row
+    assert "no statistics yet" not in row
+    row = _row(html, "broken")
+    assert f"unreadable: cannot read trial result {trial}: not valid JSON" in row
+    err = capsys.readouterr().err
+    assert f"fwbench index: broken is listed as unreadable: cannot read trial result {trial}" in err

@@ -9,8 +9,10 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -19,16 +21,28 @@ import yaml
 
 from fwbench.analysis.merge import merge_runs
 from fwbench.analysis.origins import pooled_comparisons
+from fwbench.analysis.run_folder import trial_files
 from fwbench.errors import FwbenchError
 from tests.reference_runs import move_machine, slow_down, small_run
 
 CELL = "cells/throughput/cpu/{}/lenet5/infer-b4-1x28x28-fp32-idiomatic-matched"
 
 
+def measured_later(run: Path, days: int = 1) -> None:
+    """The trials of ``run`` as if measured ``days`` later: other measurements than the
+    reference's, which merge would refuse to count twice."""
+    for path in trial_files(run):
+        result = json.loads(path.read_text())
+        for key in ("started_at", "ended_at"):
+            result[key] = (datetime.fromisoformat(result[key]) + timedelta(days=days)).isoformat()
+        path.write_text(json.dumps(result))
+
+
 @pytest.fixture
 def sources(tmp_path) -> list[Path]:
     epyc, xeon = (small_run(tmp_path / "results" / n) for n in ("epyc", "xeon"))
     move_machine(xeon, hostname="other", cpu_model="Intel Xeon")
+    measured_later(xeon)
     return [epyc, xeon]
 
 
@@ -75,7 +89,7 @@ def test_runs_that_cannot_be_merged_are_refused_before_anything_is_written(sourc
     with pytest.raises(FwbenchError, match="different configs.*iterations"):
         merge_runs([sources[0], other], into)
     (sources[1] / "config.yaml").unlink()
-    with pytest.raises(FwbenchError, match="keeps no config.yaml"):
+    with pytest.raises(FwbenchError, match="config.yaml is missing"):
         merge_runs(sources, into)
     lenet_only = tmp_path / "results" / "lenet"
     small_run(lenet_only)
@@ -83,6 +97,17 @@ def test_runs_that_cannot_be_merged_are_refused_before_anything_is_written(sourc
     (lenet_only / "config.yaml").write_text(yaml.safe_dump({**config, "batch_sizes": [2, 4]}))
     with pytest.raises(FwbenchError, match="different configs.*batch_sizes"):
         merge_runs([sources[0], lenet_only], into)
+    assert not into.exists()
+
+
+def test_the_same_trials_passed_twice_are_refused(sources, tmp_path):
+    """A copy of a run is not a second machine: its trials would count twice."""
+    copy = Path(shutil.copytree(sources[0], tmp_path / "results" / "copy"))
+    move_machine(copy, hostname="other", cpu_model="Intel Xeon")  # even under another host
+    into = tmp_path / "results" / "both"
+    for runs in ([sources[0], copy], [sources[0], sources[0]], [*sources, copy]):
+        with pytest.raises(FwbenchError, match="hold the same trials .* merge each run once"):
+            merge_runs(runs, into)
     assert not into.exists()
 
 

@@ -66,7 +66,7 @@ def test_a_bad_settings_file_stops_the_trial_command_naming_the_field(tmp_path, 
         [sys.executable, "-m", "fwbench", "trial", "--settings", json.dumps(params),
          "--result", str(tmp_path / "r.json"), "--env", str(tmp_path / "e.json"),
          "--telemetry", str(tmp_path / "t.csv")], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1 and not (tmp_path / "r.json").exists()
+    assert proc.returncode == 2 and not (tmp_path / "r.json").exists()
     assert proc.stderr.strip() == ("fwbench trial: trial settings: blocks must be an integer of "
                                    "at least 0, got -1")
 

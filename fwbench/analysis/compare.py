@@ -21,8 +21,13 @@ step), from every ok trial, as the main analysis uses them (``compare_unpaired``
   each side against the margin of run A's analysis plan (``statistics.rope``), read from the
   1 - 2 alpha/m interval (Schuirmann 1987), as the main analysis reads it; anything else is
   "inconclusive" (``estimators.verdict``, the run's one verdict rule).
+- Each cell states the smallest slowdown its interval would call "slower" with 80 % power,
+  given its spreads and trials (``detectable_slowdown``): a gate that passes says what it
+  could not have seen.
+- The gate (``--fail-on-slowdown PCT``, ``slowdowns``) fails a cell that is confidently slower
+  and whose ratio exceeds 1 + PCT/100, as asv continuous does.
 
-docs/compare.md describes the columns and the rule.
+docs/compare.md describes the columns, the rule and the gate's error rates.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
+from scipy.optimize import brentq
 
 from fwbench.analysis.estimators import holm, quietly, verdict
 from fwbench.analysis.run_folder import Run
@@ -43,8 +49,8 @@ from fwbench.analysis.trial_stats import trial_statistics
 from fwbench.analysis.versions import diff_versions
 from fwbench.errors import FwbenchError
 
-__all__ = ["Comparison", "compare_runs", "compare_unpaired", "slowdowns",
-           "environment_differences", "CELL_COLUMNS", "VERDICTS"]
+__all__ = ["Comparison", "compare_runs", "compare_unpaired", "detectable_slowdown", "slowdowns",
+           "environment_differences", "CELL_COLUMNS", "VERDICTS", "POWER"]
 
 VERDICTS = ("slower", "faster", "same", "inconclusive")
 # A cell only one run has (with ok trials) is listed but not compared.
@@ -52,14 +58,16 @@ NOT_COMPARED = "not compared"
 
 CELL_COLUMNS = [
     "cell_id", *AXES, "n_a", "n_b", "time_a_ns", "time_b_ns", "ratio", "ratio_ci_low",
-    "ratio_ci_high", "ratio_ci_level", "equivalence_ci_low", "equivalence_ci_high",
-    "equivalence_ci_level", "family_size", "welch_t", "welch_df", "welch_p", "p_adjusted",
-    "brunnermunzel_p", "brunnermunzel_p_holm", "rope_low", "rope_high", "verdict",
-    "exploratory", "note",
+    "ratio_ci_high", "ratio_ci_level", "detectable_slowdown", "equivalence_ci_low",
+    "equivalence_ci_high", "equivalence_ci_level", "family_size", "welch_t", "welch_df",
+    "welch_p", "p_adjusted", "brunnermunzel_p", "brunnermunzel_p_holm", "rope_low", "rope_high",
+    "verdict", "exploratory", "note",
 ]
 
 # The per-trial quantity the main analysis's comparisons decide by: time per step.
 VALUE = "trial_step_ns"
+# The power at which each cell's detectable slowdown is stated.
+POWER = 0.8
 
 # What the machine section compares, from the trials table (fwbench.analysis.tables).
 MACHINE = {"hostname": "host", "cpu_model": "CPU model", "cpu_count": "CPU cores",
@@ -88,6 +96,17 @@ class Comparison:
     def counts(self) -> dict[str, int]:
         verdicts = list(self.compared["verdict"])
         return {v: verdicts.count(v) for v in VERDICTS}
+
+    def undecided(self) -> str:
+        """Why no cell could be decided, or "" when one could: a gate that saw nothing must
+        not pass (``fwbench compare`` exits 3)."""
+        compared = self.compared
+        if compared.empty:
+            return "the two runs share no cell with ok trials"
+        if compared["ratio_ci_low"].isna().all():
+            return (f"none of the {len(compared)} shared cells has an interval (fewer than two "
+                    "ok trials on a side, or no spread)")
+        return ""
 
 
 def compare_runs(a: Run, b: Run) -> Comparison:
@@ -169,15 +188,34 @@ def compare_unpaired(a, b, *, family_size: int = 1, confidence: float = 0.95,
         return {**out, "ratio": ratio, "verdict": "inconclusive",
                 "note": "no interval: fewer than two trials on a side, or no spread"}
     test = sps.ttest_ind(b, a, equal_var=False)
+    se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
     ci, eq = test.confidence_interval(level), test.confidence_interval(eq_level)
     low, high, eq_low, eq_high = (math.exp(v) for v in (ci.low, ci.high, eq.low, eq.high))
     decided, note = verdict(low, high, rope=rope, names=("faster", "slower"),
                             equivalence=(eq_low, eq_high))
     return {**out, "ratio": math.exp(b.mean() - a.mean()), "ratio_ci_low": low,
-            "ratio_ci_high": high, "equivalence_ci_low": eq_low, "equivalence_ci_high": eq_high,
+            "ratio_ci_high": high, "detectable_slowdown": detectable_slowdown(se, test.df, level),
+            "equivalence_ci_low": eq_low, "equivalence_ci_high": eq_high,
             "welch_t": float(test.statistic), "welch_df": float(test.df),
             "welch_p": float(test.pvalue), "p_adjusted": min(1.0, family_size * test.pvalue),
             "verdict": "same" if decided == "equivalent" else decided, "note": note}
+
+
+def detectable_slowdown(se: float, df: float, level: float, power: float = POWER) -> float:
+    """The smallest true ratio B/A above 1 that Welch's interval at ``level`` calls "slower"
+    with probability ``power``, for a log difference of standard error ``se`` on ``df``
+    degrees of freedom: the non-centrality at which the t statistic passes the interval's
+    critical value that often (the non-central t), as a ratio. The observed spreads stand in
+    for the true ones, as in any power calculation from data."""
+    critical = sps.t.ppf((1 + level) / 2, df)
+
+    def shortfall(shift: float) -> float:
+        return sps.nct.sf(critical, df, shift) - power
+
+    high = critical + 1
+    while shortfall(high) < 0:  # few degrees of freedom need a far shift
+        high *= 2
+    return math.exp(se * brentq(shortfall, 0.0, high))
 
 
 def _note(row, alpha: float) -> str:
@@ -191,11 +229,13 @@ def _note(row, alpha: float) -> str:
     return note
 
 
-def slowdowns(comparison: Comparison, percent: float) -> pd.DataFrame:
-    """The cells confidently slower in B by more than ``percent``: judged slower, and the lower
-    end of their interval (at the family's level) above 1 + percent/100."""
-    cells = comparison.cells
-    return cells[(cells["verdict"] == "slower") & (cells["ratio_ci_low"] > 1 + percent / 100)]
+def slowdowns(cells: pd.DataFrame, percent: float) -> pd.DataFrame:
+    """The cells (rows of compare.csv) that fail ``--fail-on-slowdown percent``: confidently
+    slower (the interval at the family's level above 1) and slower by more than ``percent`` by
+    their ratio, as asv continuous gates. Asking the interval's lower end to clear the
+    threshold instead passed, at 10 %, a copy of the reference run whose PyTorch cells were all
+    30 % slower (their lower ends 1.02 to 1.06)."""
+    return cells[(cells["ratio_ci_low"] > 1) & (cells["ratio"] > 1 + percent / 100)]
 
 
 # --- what differs between the two runs' environments ---------------------------------------

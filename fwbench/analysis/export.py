@@ -3,9 +3,11 @@
 One file per table and format under ``<out>/tables/`` and ``<out>/stats/`` (Parquet keeps the
 types and every bit; CSV is for spreadsheets and R, floats at fwbench.files.CSV_DIGITS
 significant digits), and ``data_dictionary.json``: per table what a row is, and per column its
-type, unit and meaning, from ``fwbench/data_dictionary.yaml``. With ``mlflow=True`` it also logs
-one MLflow run: the run's settings as parameters, each comparison's ratio and each cell's median
-as metrics, and the exported files as artifacts.
+type, unit and meaning, from ``fwbench/data_dictionary.yaml``. The tables are the run's rebuilt
+ones or, where it was not rebuilt here, the recorded copy a shipped run keeps
+(``run_folder.tables_folder``). With ``mlflow=True`` it also logs one MLflow run: the run's
+settings as parameters, each comparison's ratio and each cell's median as metrics, and the
+exported files as artifacts.
 
 Usage::
 
@@ -24,7 +26,8 @@ from pathlib import Path
 import yaml
 
 from fwbench import __version__
-from fwbench.errors import FwbenchError
+from fwbench.analysis.run_folder import tables_folder
+from fwbench.errors import FwbenchError, ResultError
 from fwbench.files import write_atomic, write_csv
 
 DICTIONARY = Path(__file__).with_name("data_dictionary.yaml")
@@ -51,22 +54,28 @@ def describe_column(table: str, name: str) -> tuple[str, str, bool]:
     return unit, UNDOCUMENTED, False
 
 
-def load_tables(run_dir: Path) -> dict:
-    """``{"tables/trials": DataFrame, "stats/cells": DataFrame, …}`` of one run."""
+def load_tables(folder: Path) -> dict:
+    """``{"tables/trials": DataFrame, "stats/cells": DataFrame, …}`` under ``folder`` (a run's,
+    or its recorded copy)."""
+    return {f"{sub}/{path.stem}": read_table(path) for sub, suffix in SOURCES
+            for path in sorted((folder / sub).glob(f"*{suffix}"))}
+
+
+def read_table(path: Path, required: tuple[str, ...] = ()):
+    """One table (Parquet or CSV) as a DataFrame; one that does not read, or lacks a
+    ``required`` column (a CSV cut short in its header), raises one ResultError naming it."""
     import pandas as pd
 
-    out = {}
-    for folder, suffix in SOURCES:
-        for path in sorted((run_dir / folder).glob(f"*{suffix}")):
-            name = f"{folder}/{path.stem}"
-            if suffix == ".parquet":
-                out[name] = pd.read_parquet(path)
-            else:
-                try:
-                    out[name] = pd.read_csv(path)
-                except pd.errors.EmptyDataError:
-                    out[name] = pd.DataFrame()
-    return out
+    try:
+        table = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except pd.errors.EmptyDataError:  # a statistic with no row has no header either
+        table = pd.DataFrame()
+    except (OSError, ValueError) as exc:  # missing, cut short or damaged
+        raise ResultError(f"cannot read table {path}: {' '.join(str(exc).split())}") from exc
+    missing = [c for c in required if c not in table.columns]
+    if missing:
+        raise ResultError(f"cannot read table {path}: it has no column {', '.join(missing)}")
+    return table
 
 
 def export_run(run_dir, out=None, *, formats=None, mlflow: bool = False,
@@ -75,17 +84,21 @@ def export_run(run_dir, out=None, *, formats=None, mlflow: bool = False,
     files written."""
     run_dir = Path(run_dir)
     out = Path(out) if out else run_dir / "export"
+    if out.exists() and not out.is_dir():
+        raise FwbenchError(f"{out} is a file; export into a folder")
     formats = tuple(dict.fromkeys(formats or FORMATS))
     unknown = set(formats) - set(FORMATS)
     if unknown:
         raise FwbenchError(f"unknown export format {', '.join(sorted(unknown))}; "
                            f"choose from {', '.join(FORMATS)}")
-    tables = load_tables(run_dir)
+    source = tables_folder(run_dir)
+    tables = load_tables(source)
     if not tables:
         raise FwbenchError(f"{run_dir} has no tables/*.parquet or stats/*.csv yet; make them "
                            f"with `fwbench rebuild {run_dir}` (or run the workflow), then export")
-    if mlflow:
-        _import_mlflow()  # before writing anything: fail early, naming the fix
+    if mlflow:  # before writing anything: fail early, naming the fix
+        _import_mlflow()
+        params = mlflow_params(run_dir)
     written = []
     files: dict[str, list[str]] = {}
     for name, frame in tables.items():
@@ -94,12 +107,12 @@ def export_run(run_dir, out=None, *, formats=None, mlflow: bool = False,
             _write(frame, path, fmt)
             written.append(path)
             files.setdefault(name, []).append(path.relative_to(out).as_posix())
-    data = data_dictionary(tables, files, run=run_dir.name, source=run_dir)
+    data = data_dictionary(tables, files, run=run_dir.name, source=source)
     path = out / "data_dictionary.json"
     write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     written.append(path)
     if mlflow:
-        written.append(log_mlflow(run_dir, tables, out, mlflow_uri))
+        written.append(log_mlflow(run_dir, tables, out, mlflow_uri, params))
     return written
 
 
@@ -173,18 +186,26 @@ def _import_mlflow():
 _KEY = re.compile(r"[^A-Za-z0-9_\-./ ]")
 
 
-def log_mlflow(run_dir: Path, tables: dict, out: Path, uri: str | None) -> Path:
-    """One MLflow run holding the run's settings, its headline numbers and the exported files.
-    Returns the tracking folder (or the URI's path)."""
+def mlflow_params(run_dir: Path) -> dict:
+    """The MLflow parameters: fwbench's version, the run, and each key of its config.yaml."""
+    from fwbench.plan.config import read
+
+    params = {"fwbench_version": __version__, "run": run_dir.name}
+    config = run_dir / "config.yaml"
+    if config.is_file():
+        for key, value in read(config).items():
+            params[f"config.{key}"] = json.dumps(value, sort_keys=True)[:500]
+    return params
+
+
+def log_mlflow(run_dir: Path, tables: dict, out: Path, uri: str | None,
+               params: dict) -> Path:
+    """One MLflow run holding the run's settings (``params``), its headline numbers and the
+    exported files. Returns the tracking folder (or the URI's path)."""
     mlflow = _import_mlflow()
     uri = uri or (out / "mlruns").resolve().as_uri()
     mlflow.set_tracking_uri(uri)
     mlflow.set_experiment("fwbench")
-    params = {"fwbench_version": __version__, "run": run_dir.name}
-    config = run_dir / "config.yaml"
-    if config.is_file():
-        for key, value in (yaml.safe_load(config.read_text()) or {}).items():
-            params[f"config.{key}"] = json.dumps(value, sort_keys=True)[:500]
     metrics = {}
     for _, row in tables.get("stats/comparisons", _empty()).iterrows():
         if row.get("ratio") == row.get("ratio"):  # not NaN

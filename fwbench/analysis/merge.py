@@ -32,6 +32,8 @@ import yaml
 from fwbench.analysis.run_folder import TRIAL_FILE, saved_config, trial_files
 from fwbench.errors import FwbenchError
 from fwbench.files import staged_directory, write_atomic
+from fwbench.measure.results import load_trial, read_json
+from fwbench.plan.config import read
 
 __all__ = ["merge_runs", "ORIGINS", "MAY_DIFFER"]
 
@@ -47,25 +49,26 @@ ORIGIN_FIELDS = ["origin", "source", "source_run", "trials", "hostname", "cpu_mo
 class _Source:
     path: Path
     config: dict
-    files: list[Path]
+    results: dict[Path, dict]  # each trial file and its result, read and validated once
     offset: int = 0
     label: str = ""
 
     @cached_property
     def environment(self) -> dict:
         """The first trial's env.json: the machine it ran on."""
-        for result in self.files:
+        for result in self.results:
             env = result.with_suffix(".env.json")
             if env.is_file():
-                return json.loads(env.read_text())
+                return read_json(env, "trial environment")
         return {}
 
 
 def merge_runs(sources: list[str | Path], into: str | Path) -> list[dict]:
     """Merge the runs ``sources`` into the new run folder ``into``; returns origins.csv's rows.
 
-    Refuses, before writing anything, when ``into`` exists, when a source kept no config.yaml,
-    or when the configs differ beyond ``MAY_DIFFER``. Usage::
+    Refuses, before writing anything, when ``into`` exists, when a source kept no config.yaml
+    or holds a result that does not read, when the configs differ beyond ``MAY_DIFFER``, or
+    when two sources hold the same trials. Usage::
 
         merge_runs(["results/epyc", "results/xeon"], "results/both")
     """
@@ -76,24 +79,29 @@ def merge_runs(sources: list[str | Path], into: str | Path) -> list[dict]:
         raise FwbenchError("merge needs two runs or more")
     runs = [_source(Path(s)) for s in sources]
     _check_configs(runs)
+    _check_distinct(runs)
     _name_origins(runs)
     offset = 0
     for run in runs:
         run.offset, offset = offset, offset + run.config["trials"]
-    config = {**_raw_config(runs[0].path), "run": into.name, "trials": offset}
+    config = {**read(runs[0].path / "config.yaml"), "run": into.name, "trials": offset}
     _check_plan(config, runs, into.name)
     origins = [_origin_row(run) for run in runs]
-    with staged_directory(into) as stage:
-        for run in runs:
-            _copy_trials(run, stage)
-            _copy_tree(run.path / "environment", stage / "origins" / run.label / "environment")
-            shutil.copy2(run.path / "config.yaml", stage / "origins" / run.label / "config.yaml")
-        _copy_tree(runs[0].path / "environment", stage / "environment")
-        header = "# Merged by `fwbench merge` from " + ", ".join(str(r.path) for r in runs)
-        text = yaml.safe_dump(config, sort_keys=False)
-        write_atomic(stage / "config.yaml", f"{header}\n{text}")
-        _write_origins(origins, stage / ORIGINS)
-        _same_mtime(stage)
+    try:
+        with staged_directory(into) as stage:
+            for run in runs:
+                _copy_trials(run, stage)
+                origin = stage / "origins" / run.label
+                _copy_tree(run.path / "environment", origin / "environment")
+                shutil.copy2(run.path / "config.yaml", origin / "config.yaml")
+            _copy_tree(runs[0].path / "environment", stage / "environment")
+            header = "# Merged by `fwbench merge` from " + ", ".join(str(r.path) for r in runs)
+            text = yaml.safe_dump(config, sort_keys=False)
+            write_atomic(stage / "config.yaml", f"{header}\n{text}")
+            _write_origins(origins, stage / ORIGINS)
+            _same_mtime(stage)
+    except OSError as exc:  # the stage is gone: nothing was written
+        raise FwbenchError(f"cannot write {into}: {exc.strerror} ({exc.filename})") from None
     return origins
 
 
@@ -101,11 +109,7 @@ def _source(path: Path) -> _Source:
     files = trial_files(path)
     if not files:
         raise FwbenchError(f"{path} holds no trial result under cells/; give results/<run>")
-    config = saved_config(path)
-    if config is None:
-        raise FwbenchError(f"{path} keeps no config.yaml, the config it was measured with; "
-                           f"copy that config to {path}/config.yaml and merge again")
-    return _Source(path, config, files)
+    return _Source(path, saved_config(path), {f: load_trial(f) for f in files})
 
 
 def _check_configs(runs: list[_Source]) -> None:
@@ -122,6 +126,21 @@ def _check_configs(runs: list[_Source]) -> None:
                                "(fwbench compare)")
 
 
+def _check_distinct(runs: list[_Source]) -> None:
+    """One measurement passed twice (a folder given twice, or a copy of it) would count twice,
+    as if a second machine had agreed with the first: a trial is its cell, number and start."""
+    seen = {}
+    for run in runs:
+        for path, result in run.results.items():
+            key = (result["cell_id"], result["trial"], result["started_at"])
+            first = seen.setdefault(key, run)
+            if first is not run:
+                raise FwbenchError(
+                    f"{run.path} and {first.path} hold the same trials (first: "
+                    f"{path.relative_to(run.path)}, started {result['started_at']}): one "
+                    "measurement would count twice; merge each run once")
+
+
 def _name_origins(runs: list[_Source]) -> None:
     """Each origin's name: its folder's, with its host when two folders share a name."""
     names = [r.path.name for r in runs]
@@ -132,11 +151,6 @@ def _name_origins(runs: list[_Source]) -> None:
     if len(set(labels)) < len(labels):
         raise FwbenchError(f"two of the runs have the same folder name and host ({labels}); "
                            "rename one folder, the name its trials keep as their origin")
-
-
-def _raw_config(path: Path) -> dict:
-    """The config as its file wrote it, without the defaults validation fills in."""
-    return yaml.safe_load((path / "config.yaml").read_text()) or {}
 
 
 def _target(run: _Source, result: Path, stage: Path) -> Path:
@@ -153,7 +167,7 @@ def _check_plan(config: dict, runs: list[_Source], name: str) -> None:
 
     prefix = f"results/{name}/"
     planned = {p.removeprefix(prefix) for p in Plan.from_config(validate(config)).trial_paths()}
-    copied = {_target(run, f, Path()).as_posix() for run in runs for f in run.files}
+    copied = {_target(run, f, Path()).as_posix() for run in runs for f in run.results}
     missing, extra = sorted(planned - copied), sorted(copied - planned)
     if missing or extra:
         parts = ([f"{len(missing)} trials the merged plan needs are in no run (first: "
@@ -164,20 +178,19 @@ def _check_plan(config: dict, runs: list[_Source], name: str) -> None:
 
 
 def _copy_trials(run: _Source, stage: Path) -> None:
-    for result in run.files:
-        k = int(TRIAL_FILE.fullmatch(result.name).group(1))
-        target = _target(run, result, stage)
+    for path, result in run.results.items():
+        k = int(TRIAL_FILE.fullmatch(path.name).group(1))
+        target = _target(run, path, stage)
         target.parent.mkdir(parents=True, exist_ok=True)
-        data = json.loads(result.read_text())
-        data["origin"] = {"origin": run.label, "source": str(run.path), "run": data["run"],
-                          "trial": k, "hostname": run.environment.get("hostname")}
-        data.update(run=run.label, trial=run.offset + k)
+        data = {**result, "run": run.label, "trial": run.offset + k,
+                "origin": {"origin": run.label, "source": str(run.path), "run": result["run"],
+                           "trial": k, "hostname": run.environment.get("hostname")}}
         target.write_text(json.dumps(data, indent=1))
-        for side in result.parent.glob(f"trial-{k}.*"):
-            if side != result:
+        for side in path.parent.glob(f"trial-{k}.*"):
+            if side != path:
                 shutil.copy2(side, target.with_name(f"trial-{run.offset + k}" +
                                                     side.name.removeprefix(f"trial-{k}")))
-        for other in result.parent.iterdir():  # the cell's own files (profile, calibration)
+        for other in path.parent.iterdir():  # the cell's own files (profile, calibration)
             if not other.name.startswith("trial-") and not target.with_name(other.name).exists():
                 shutil.copy2(other, target.with_name(other.name))
 
@@ -189,8 +202,8 @@ def _copy_tree(source: Path, target: Path) -> None:
 
 def _origin_row(run: _Source) -> dict:
     env = run.environment
-    stamps = sorted(json.loads(f.read_text()).get("started_at", "") for f in run.files)
-    first = json.loads(run.files[0].read_text())
+    stamps = sorted(result["started_at"] for result in run.results.values())
+    first = next(iter(run.results.values()))
     return {"origin": run.label, "source": str(run.path), "source_run": first["run"],
             "trials": f"{run.offset + 1}-{run.offset + run.config['trials']}",
             "hostname": env.get("hostname"), "cpu_model": env.get("cpu_model"),

@@ -58,12 +58,25 @@ def validate_trial(data: dict, source: str = "trial result") -> dict:
 
 
 def read_json(path: str | os.PathLike, what: str) -> dict:
-    """A JSON file the workflow wrote, or one ResultError naming ``what`` and the file."""
+    """A JSON object the workflow wrote, or one ResultError in one line naming ``what``, the
+    file and what is wrong with it (missing, empty, cut short, not an object)."""
     try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ResultError(f"cannot read {what} {path}: {exc}") from exc
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise ResultError(f"cannot read {what} {path}: {exc.strerror}") from exc
+    except json.JSONDecodeError as exc:
+        why = ("the file is empty" if not exc.doc.strip() else
+               f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}): the "
+               "file is truncated or damaged")
+        raise ResultError(f"cannot read {what} {path}: {why}") from exc
+    except UnicodeDecodeError as exc:
+        raise ResultError(f"cannot read {what} {path}: not UTF-8 text ({exc.reason} at byte "
+                          f"{exc.start})") from exc
+    if not isinstance(data, dict):
+        raise ResultError(f"cannot read {what} {path}: it holds a JSON {type(data).__name__}, "
+                          "not an object")
+    return data
 
 
 def load_trial(path: str | os.PathLike) -> dict:

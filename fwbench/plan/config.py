@@ -134,10 +134,39 @@ def check_threads(config: dict, cores: int, needed: int | None = None) -> None:
         )
 
 
+def read(path: str | Path) -> dict[str, Any]:
+    """A YAML config file as written, not validated; a file that is missing or is no YAML
+    mapping raises one ConfigError naming it and what is wrong, in one line."""
+    try:
+        with open(path) as f:
+            config = yaml.safe_load(f)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {_yaml_problem(exc)}") from None
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise ConfigError(f"{path} holds a YAML {type(config).__name__}, not a mapping of "
+                          "config keys")
+    return config
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's several-line message as one line: the problem, where, and its context."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    context = getattr(exc, "context", None)
+    return f"{getattr(exc, 'problem', None) or exc}{where}" + (f" ({context})" if context else "")
+
+
 def load(path: str | Path) -> dict[str, Any]:
-    """Read and validate a YAML config file."""
-    with open(path) as f:
-        return validate(yaml.safe_load(f) or {})
+    """Read and validate a YAML config file; an invalid one names the file."""
+    config = read(path)
+    try:
+        return validate(config)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 SAVED_HEADER = """\
@@ -159,7 +188,7 @@ def save(config: dict, path: str | Path) -> bool:
             warnings.simplefilter("ignore")
             if load(path) == config:
                 return False
-    except (OSError, yaml.YAMLError, ConfigError):   # none yet, or one that no longer validates
+    except ConfigError:   # none yet, or one that no longer validates
         pass
     write_atomic(path, SAVED_HEADER + yaml.safe_dump(config, sort_keys=False))
     return True

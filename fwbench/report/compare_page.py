@@ -6,6 +6,7 @@ only writes them out.
     comparison = compare_runs(load_run("results/reference"), load_run("results/default"))
     print(summary(comparison))
     write_comparison(comparison, "results/compare-reference-default")
+    print(gate_line(comparison, 10))   # PASS or FAIL at --fail-on-slowdown 10
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from fwbench import __version__
+from fwbench.analysis.claims.numbers import fmt
 from fwbench.analysis.claims.wording import fmt_duration, fmt_interval, missing, percent, sig
-from fwbench.analysis.compare import NOT_COMPARED, Comparison
+from fwbench.analysis.compare import NOT_COMPARED, POWER, Comparison, slowdowns
 from fwbench.files import write_atomic, write_csv
 from fwbench.report.render import REPORT_DIR
 
-__all__ = ["summary", "write_comparison", "page_context"]
+__all__ = ["summary", "gate_line", "write_comparison", "page_context"]
 
 TEMPLATE = "compare.html.j2"
 
@@ -44,6 +46,7 @@ def cell_rows(comparison: Comparison) -> list[dict]:
             "cell_id": row.cell_id, "framework": row.framework, "verdict": _verdict(row),
             "kind": str(row.verdict).replace(" ", "-"),
             "ratio": sig(row.ratio) if compared else "", "interval": _interval(row),
+            "detectable": "" if missing(row.detectable_slowdown) else sig(row.detectable_slowdown),
             "n": f"{int(row.n_a)} / {int(row.n_b)}" if compared else "",
             "time_a": fmt_duration(row.time_a_ns) if compared else "",
             "time_b": fmt_duration(row.time_b_ns) if compared else "",
@@ -61,7 +64,9 @@ def _method(comparison: Comparison) -> str:
     return (f"{m} cells compared, one error control over all of them: each interval at "
             f"{percent(level)} (Bonferroni over {m} cells; together at least "
             f"{percent(comparison.confidence)}), margin ±{percent(comparison.rope)} "
-            "(run A's statistics.rope). B/A above 1: B is slower.")
+            "(run A's statistics.rope). B/A above 1: B is slower. Detectable: the smallest "
+            f"true B/A the cell's interval calls slower with {percent(POWER)} power, given its "
+            "spreads and trials.")
 
 
 def _environment_lines(comparison: Comparison) -> list[str]:
@@ -88,16 +93,44 @@ def summary(comparison: Comparison) -> str:
     out = [f"What differs between the environments of A ({comparison.a}) and B "
            f"({comparison.b}):", *_environment_lines(comparison), "", _method(comparison), ""]
     rows = cell_rows(comparison)
-    out.append(f"  {'B/A':>6}  {'interval':<16}  {'verdict':<26}  cell")
+    out.append(f"  {'B/A':>6}  {'interval':<16}  {'detectable':>10}  {'verdict':<26}  cell")
     for row in rows:
-        out.append(f"  {row['ratio']:>6}  {row['interval']:<16}  {row['verdict']:<26}  "
-                   f"{row['cell_id']}" + (f" ({row['note']})" if row["kind"] == "not-compared"
-                                          else ""))
+        out.append(f"  {row['ratio']:>6}  {row['interval']:<16}  {row['detectable']:>10}  "
+                   f"{row['verdict']:<26}  {row['cell_id']}"
+                   + (f" ({row['note']})" if row["kind"] == "not-compared" else ""))
     counts = comparison.counts()
     not_compared = len(comparison.cells) - len(comparison.compared)
     out += ["", " · ".join(f"{v} {n}" for v, n in counts.items())
             + (f" · not compared {not_compared}" if not_compared else "")]
     return "\n".join(out)
+
+
+def gate_line(comparison: Comparison, threshold: float) -> str:
+    """The last line of ``--fail-on-slowdown``: FAIL and the cells that fail the gate
+    (``compare.slowdowns``), the worst first, or PASS and how many cells could have seen such a
+    slowdown (``detectable_slowdown``)."""
+    compared = comparison.compared
+    failed = slowdowns(compared, threshold).sort_values("ratio", ascending=False, kind="stable")
+    by = f"{fmt(threshold, 'setting')} %"
+    rule = f"(interval above 1, B/A above {fmt(1 + threshold / 100, 'setting')})"
+    if len(failed):
+        named = [f"{r.cell_id} {sig(r.ratio)} {_interval(r)}" for r in failed.head(3).itertuples()]
+        more = f" and {len(failed) - 3} more" if len(failed) > 3 else ""
+        return (f"FAIL: {len(failed)} of {len(compared)} cells are slower by more than {by} "
+                f"{rule}: {'; '.join(named)}{more}")
+    line = f"PASS: none of {len(compared)} cells is slower by more than {by} {rule}"
+    blind = compared[~(compared["detectable_slowdown"] <= 1 + threshold / 100)]
+    if blind.empty:
+        return line
+    detects = blind["detectable_slowdown"].dropna()
+    span = f" (they detect {_span(detects)})" if len(detects) else ""
+    return (f"{line}; {len(blind)} of them could not detect a {by} slowdown with "
+            f"{percent(POWER)} power{span}")
+
+
+def _span(values) -> str:
+    low, high = min(values), max(values)
+    return sig(low) if sig(low) == sig(high) else f"{sig(low)} to {sig(high)}"
 
 
 def page_context(comparison: Comparison) -> dict:
