@@ -5,6 +5,7 @@ import json
 import os
 
 from fwbench.environment import images
+from fwbench.measure.gpu_host import refuse_cuda_without_gpu
 from fwbench.plan.config import check_threads, save, validate
 from fwbench.plan.sweep import Plan
 from fwbench.workflow import (
@@ -41,10 +42,17 @@ own_python_first(os.environ)
 baseline_numpy(os.environ)
 
 
-# When jobs are about to run (never in a dry-run): the resolved config, whose `statistics` block
-# is the analysis plan, into results/<run>/config.yaml, from which the run rebuilds wherever its
-# folder goes; and the planned trials, for the progress line each trial job prints.
+# When jobs are about to run (never in a dry-run): a config with CUDA trials still to measure is
+# refused, before any job, when no GPU is visible here (fwbench.measure.gpu_host; only where the
+# jobs run here: a cluster's nodes are not this host's); then the resolved config, whose
+# `statistics` block is the analysis plan, into results/<run>/config.yaml, from which the run
+# rebuilds wherever its folder goes; and the planned trials, for the progress line each trial
+# job prints.
 onstart:
+    if workflow.local_exec and not workflow.touch:
+        refuse_cuda_without_gpu(
+            t.cell.device for t in PLAN.trials if not os.path.exists(t.path(PLAN.run))
+        )
     save(config, f"{RESULTS}/{RUN_CONFIG}")
     write_planned(PLAN.trial_paths(), RESULTS)
 

@@ -153,7 +153,7 @@ def outside_columns(result: dict, path) -> dict:
     cell, settings = result["cell"], result["settings"]
     measure = ((result.get("telemetry") or {}).get("phases") or {}).get("measure") or {}
     busy, how = outside_busy(
-        Path(path).with_suffix(".telemetry.csv"), result["markers_ns"],
+        Path(path).with_suffix(".telemetry.csv"), result.get("markers_ns") or {},
         threads=settings["requested"]["threads"] * (cell.get("world_size") or 1),
         processors=(result.get("environment") or {}).get("cpu_count"),
         own_cpus=settings["in_force"].get("cpus"), util_mean=measure.get("cpu_util_mean_pct"))
@@ -211,6 +211,10 @@ def collect_tables(paths) -> dict:
     trials["run_order"] = range(len(trials))
     trials["measured_together"] = _measured_together(trials)
     trials = trials.join(_pair_gaps(trials))
+    # A CUDA build of TensorFlow reports cuDNN as text ("9", its build info), PyTorch as a
+    # number (92400): where both appear, the column is text (Parquet takes one type a column).
+    if "cudnn" in trials and len({type(v) for v in trials["cudnn"].dropna()}) > 1:
+        trials["cudnn"] = [None if pd.isna(v) else str(v) for v in trials["cudnn"]]
     head = [*_axes_columns(), "trial"]
     epochs = pd.DataFrame([row for r in results for row in _epoch_rows(r)],
                           columns=[*head, *EPOCH_FIELDS])

@@ -30,6 +30,17 @@ def audit_items(env: dict) -> list[tuple[str, str]]:
                   ("image base digest", label.get("base_digest")),
                   ("image lock sha256", label.get("lock_sha256")),
                   ("image source date", label.get("source_date") or label.get("built_at"))]
+        # The CUDA stack the image carries, read inside it at build time (label version 3):
+        # the libraries' own versions, the framework's build, the oldest driver it needs.
+        stack = label.get("cuda_stack") or {}
+        if stack:
+            libraries = stack.get("libraries") or {}
+            items += [("image CUDA runtime", libraries.get("cuda_runtime")),
+                      ("image cuDNN", libraries.get("cudnn")),
+                      ("image NCCL", libraries.get("nccl")),
+                      ("image minimum NVIDIA driver", stack.get("driver_minimum"))]
+            items += [(f"image framework build {key}", value)
+                      for key, value in sorted((stack.get("framework") or {}).items())]
     else:
         items += [("container", "none"), ("image digest", "none (native run, no image)")]
     build = env.get("framework_build") or {}

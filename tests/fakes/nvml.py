@@ -68,8 +68,8 @@ def _error(code: int) -> pynvml.NVMLError:
 class _Driver:
     """Implementations, with the real functions' parameter names."""
 
-    def __init__(self, gpus: list[FakeGpu], library: bool):
-        self.gpus, self.library = gpus, library
+    def __init__(self, gpus: list[FakeGpu], library: bool, driver: str = "570.00-fake"):
+        self.gpus, self.library, self.driver_version = gpus, library, driver
         self.handles = [_Handle(g) for g in gpus]
         self.gpm_device: _Handle | None = None
 
@@ -87,7 +87,7 @@ class _Driver:
         pass
 
     def nvmlSystemGetDriverVersion(self):
-        return "570.00-fake"
+        return self.driver_version
 
     def nvmlDeviceGetCount(self):
         return len(self.handles)
@@ -242,9 +242,10 @@ class _Driver:
 class FakeNvml(types.ModuleType):
     """A module with pynvml's names; functions autospecced from the real ones, made on use."""
 
-    def __init__(self, gpus: list[FakeGpu], *, library: bool = True):
+    def __init__(self, gpus: list[FakeGpu], *, library: bool = True,
+                 driver: str = "570.00-fake"):
         super().__init__("fake_pynvml", __doc__)
-        self.driver = _Driver(gpus, library)
+        self.driver = _Driver(gpus, library, driver)
 
     def __getattr__(self, name: str):
         real = getattr(pynvml, name)  # a misnamed call fails here, as it would in pynvml
