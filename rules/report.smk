@@ -26,6 +26,7 @@ rule build_report:
         sensitivity=rules.summarise_results.output.sensitivity,
         quality=rules.summarise_results.output.quality,
         plan=rules.summarise_results.output.plan,
+        gate=rules.check_gate.output.gate,
         ablation=rules.summarise_ablation.output.ablation,
         gaps=rules.summarise_ablation.output.gaps,
         profiles=rules.collect_profiles.output.profiles,

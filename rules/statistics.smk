@@ -1,7 +1,8 @@
 # Host side, under the analysis plan (the config's `statistics` block, passed whole): summaries
 # per cell, PyTorch/TensorFlow comparisons per matched pair with their sensitivity analysis, the
 # trials' quality classes, tests, peak memory, latency percentiles and the plan itself;
-# the distributed experiment's scaling and strategy comparisons; achieved FLOP/s per cell.
+# the distributed experiment's scaling and strategy comparisons; achieved FLOP/s per cell; the
+# gate a run passes before it ships.
 
 
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
@@ -144,3 +145,26 @@ rule summarise_flops:
         peak_flops=lookup(dpath="peak_flops", within=config),
     script:
         "../scripts/summarise_flops.py"
+
+
+# The gate a run passes before it ships (fwbench.analysis.gate): one version of what measures,
+# one processor kind, quiet trials, A/A controls, decided headline comparisons. The A/A controls
+# enter as input `controls` (stats/controls.csv) once the statistics write them.
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
+rule check_gate:
+    input:
+        trials=rules.collect_tables.output.trials,
+        comparisons=rules.summarise_results.output.comparisons,
+    output:
+        gate=report(
+            f"{RESULTS}/stats/gate.csv",
+            caption="../report/captions/statistics.rst",
+            category="Tables",
+            subcategory="Shipping gate",
+        ),
+    log:
+        f"logs/{PLAN.run}/check_gate.log",
+    params:
+        statistics=lookup(dpath="statistics", within=config),
+    script:
+        "../scripts/check_gate.py"

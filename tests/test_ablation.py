@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 
 from fwbench.analysis import ablation as decomposition
-from fwbench.analysis.claims import evaluate_claim
 from fwbench.errors import ConfigError
 from fwbench.plan import ablation as ab
 from fwbench.plan.cells import Cell
@@ -294,10 +293,6 @@ def test_report_section_draws_the_waterfall_and_the_breakdown(tmp_path):
     assert any("TensorFlow eager" in s for s in why["patel"])
     [experiment] = why["experiments"]
     assert experiment["experiment"] == "ablation" and experiment["paragraphs"]
-    claim = {"id": "p", "test": {"kind": "gap_explanation",
-                                 "select": {"device": "cpu", "phase": "train"}}}
-    judged = evaluate_claim(claim, pd.DataFrame(), pd.DataFrame(), gaps=data.gaps)
-    assert judged["verdict"] == "confirmed" and "1 of 1" in judged["ours"]
 
 
 def test_report_without_an_ablation_says_so(tmp_path):
@@ -311,5 +306,3 @@ def test_report_without_an_ablation_says_so(tmp_path):
                          tests=empty)
     why = why_section.context(report.Numbering(), data)
     assert "no ablation" in why["absent"] and why["decomposition"]["number"] is None
-    claim = {"id": "p", "test": {"kind": "gap_explanation", "select": {"device": "cpu"}}}
-    assert evaluate_claim(claim, empty, empty)["verdict"] == "not measured"

@@ -238,8 +238,11 @@ def _claim(claim_id: str) -> dict:
     return next(c for c in load_claims()["claims"] if c["id"] == claim_id)
 
 
+# The trials ran on generated stand-in files, not the papers' CIFAR-10: each verdict is the one
+# of this setting (verdict_here), the claim measured in another setting.
 @pytest.mark.parametrize("claim_id, verdict, text", [
-    ("tian2020-resnet18-first-epoch", "confirmed", "outside the published 0.815–0.844"),
+    ("tian2020-resnet18-first-epoch", "contradicted",     # a size, 18.5 %, not a direction
+     "outside the published range widened by the margin, 0.776–0.886"),
     ("tian2020-resnet18-first-epoch-excess", "confirmed", "TensorFlow 2.60 s (n = 5)"),
     ("tian2020-resnet18-adam-accuracy", "confirmed", "PyTorch adam 62.3 (n = 5)"),
     ("tian2020-resnet18-convergence", "confirmed", "PyTorch reached it in 5 of 5 trials"),
@@ -251,15 +254,17 @@ def _claim(claim_id: str) -> dict:
 def test_real_data_claims_are_judged_on_the_trials(resnet_trials, claim_id, verdict, text):
     result = evaluate_claim(_claim(claim_id), pd.DataFrame(), pd.DataFrame(), None,
                             resnet_trials)
-    assert result["verdict"] == verdict, result
+    assert (result["verdict_here"] or result["verdict"]) == verdict, result
     assert text in result["ours"], result["ours"]
+    if result["verdict_here"]:
+        assert result["differs"] == ["dataset generated stand-in files (paper: CIFAR-10)"]
 
 
 def test_real_data_claims_need_five_trials_a_side_and_say_what_is_missing(tmp_path):
     few = collect_tables(write_results(tmp_path, {**RESNET, "trials": 3}))["trials"]
     result = evaluate_claim(_claim("tian2020-resnet18-adam-accuracy"), pd.DataFrame(),
                             pd.DataFrame(), None, few)
-    assert result["verdict"] == "inconclusive" and "too few trials" in result["ours"]
+    assert result["verdict_here"] == "inconclusive" and "too few trials" in result["ours"]
     throughput = collect_tables(write_results(tmp_path / "t", TINY_CONFIG))["trials"]
     for claim_id in ("tian2020-resnet18-first-epoch", "sumanjali2024-accuracy"):
         result = evaluate_claim(_claim(claim_id), pd.DataFrame(), pd.DataFrame(), None,

@@ -23,6 +23,7 @@ def test_environment_records_software_machine_and_workflow():
     assert env["cpu"]["model"] == env["cpu_model"] and env["cpu"]["logical_cores"] >= 1
     assert env["memory_bytes"] > 0
     assert env["workflow"]["git_commit"] and isinstance(env["workflow"]["git_dirty"], bool)
+    assert env["workflow"]["measuring_code"] == source.measuring_code()
     assert env["gpus"]["available"] is False and "NVML" in env["gpus"]["reason"]
 
 
@@ -52,6 +53,28 @@ def test_git_state_falls_back_to_what_the_workflow_exported(tmp_path, monkeypatc
     monkeypatch.setenv(source.GIT_STATE_VARIABLE, json.dumps({"git_commit": "abc",
                                                                   "git_dirty": False}))
     assert source.git_state(tmp_path) == {"git_commit": "abc", "git_dirty": False}
+
+
+def test_the_hash_of_what_measures_follows_the_measuring_code_and_the_software(tmp_path):
+    for folder in source.MEASURING_CODE:
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "a.py").write_text("x = 1\n")
+    (tmp_path / source.NATIVE_LOCK).write_text("torch==2.14.1\n")
+    (tmp_path / "fwbench" / "report.py").write_text("report = 1\n")
+    native = source.measuring_code(source=tmp_path)
+    assert native == source.measuring_code(source=tmp_path)         # the same tree, the same hash
+    (tmp_path / "fwbench" / "report.py").write_text("report = 2\n")  # measures nothing
+    (tmp_path / "fwbench" / "measure" / "__pycache__").mkdir()
+    (tmp_path / "fwbench" / "measure" / "__pycache__" / "a.pyc").write_bytes(b"compiled")
+    assert source.measuring_code(source=tmp_path) == native
+    (tmp_path / source.NATIVE_LOCK).write_text("torch==2.15.0\n")    # other software
+    assert source.measuring_code(source=tmp_path) != native
+    in_image = source.measuring_code("sha256:" + "a" * 64, source=tmp_path)
+    (tmp_path / source.NATIVE_LOCK).write_text("torch==2.14.1\n")    # an image ignores the lock
+    assert source.measuring_code("sha256:" + "a" * 64, source=tmp_path) == in_image
+    assert source.measuring_code("sha256:" + "b" * 64, source=tmp_path) != in_image
+    (tmp_path / "fwbench" / "plan" / "a.py").write_text("x = 2\n")     # the plan's code measures
+    assert source.measuring_code("sha256:" + "a" * 64, source=tmp_path) != in_image
 
 
 def test_loaded_libraries_read_from_the_process_maps(tmp_path):

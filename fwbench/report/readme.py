@@ -1,6 +1,7 @@
 """A shipped run's README (results/<run>/README.md), written from the run's own tables with its
-report: the machine, how busy it was while the trials measured, the dates and the wall time,
-and which published claims the run can judge and which it cannot. A rebuild rewrites it, so it
+report: whether it is preliminary (it failed the shipping gate) and why, the machine, how busy
+it was while the trials measured, the dates and the wall time, and which published claims the
+run can judge and which it cannot. A rebuild rewrites it, so it
 never drifts from the data it describes.
 
     text = readme(data, claims_rows, run="tian2020-cpu")
@@ -15,18 +16,20 @@ from fwbench.analysis.claims.setting import ANOTHER_SETTING
 from fwbench.analysis.claims.wording import count, join, label, missing, unique
 from fwbench.report.formatting import fmt
 from fwbench.report.inputs import Inputs
-from fwbench.report.sections import machine, plan
+from fwbench.report.sections import machine, plan, preliminary
 from fwbench.report.sections.reproduction import UNJUDGED
 
 
 def readme(data: Inputs, claims: list[dict], *, run: str) -> str:
     """The README of ``run``: ``claims`` are the report's claim rows, each with its verdict."""
     trials = data.trials
+    gate = preliminary.markdown(data)
     return "\n\n".join([
-        f"# {run}: PyTorch and TensorFlow, measured",
+        f"# {run}: PyTorch and TensorFlow, measured" + (" (preliminary)" if gate else ""),
+        *([gate] if gate else []),
         what_ran(trials, run) + " " + plan.plan_status(data),
         "## Machine\n\n" + machine.describe(trials) + "\n\n" + load(trials),
-        "## Claims\n\n" + judged(claims),
+        "## Claims\n\n" + (NOT_COUNTED if gate else "") + judged(claims),
         "## Rebuild\n\n"
         "The report is report/report.html and report/report.pdf; its data appendices are in "
         "report/data/. Remake the tables, statistics, figures, report and this file from "
@@ -35,6 +38,11 @@ def readme(data: Inputs, claims: list[dict], *, run: str) -> str:
         f"    python -m fwbench rebuild results/{run}\n"
         f"    python -m fwbench rebuild results/{run} --check",
     ]) + "\n"
+
+
+# Before the claims of a preliminary run: its verdicts count toward no finding.
+NOT_COUNTED = ("This run is preliminary (above): the verdicts below are what its data read, and "
+               "count toward no finding.\n\n")
 
 
 def what_ran(trials: pd.DataFrame, run: str) -> str:

@@ -45,6 +45,7 @@ from fwbench.report.sections import (
     memory,
     method,
     origins,
+    preliminary,
     reproduction,
     results,
     threats,
@@ -77,7 +78,8 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
     soft = software(data.trials)
     facts = run_facts(data, run, epoch)
     # The sections are built in document order: each numbers its tables as it is built.
-    context = {"facts": facts, "software": soft, "warnings": warnings.context(data, soft),
+    context = {"facts": facts, "software": soft, "preliminary": preliminary.context(data),
+               "warnings": warnings.context(data, soft),
                "method": method.context(numbering, data, soft, facts),
                "results": results.context(numbering, data, reasons),
                "why": why.context(numbering, data),
@@ -102,7 +104,8 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
                              in data_appendices(data, context).items()}
     references, cite = outline.bibliography()
     return {**context, **outline.outline(context), "references": references, "cite": cite,
-            "title": "PyTorch and TensorFlow, measured: " + (facts["run"] or "run"),
+            "title": "PyTorch and TensorFlow, measured: " + (facts["run"] or "run")
+                     + (" (preliminary)" if context["preliminary"] else ""),
             "print": False,
             "created": datetime.fromtimestamp(epoch, timezone.utc).strftime(
                 "%Y-%m-%dT%H:%M:%SZ"),
@@ -210,7 +213,10 @@ def data_appendices(data: Inputs, context: dict) -> dict:
     return {
         "claims": ("Every published claim", "Every quantitative claim of the five papers with "
                    "its verdict, what this run measured and what differs from the paper's "
-                   "setting.", datafiles.claims_frame(context["claims"]["rows"])),
+                   "setting; then the context (beliefs a paper examines, explanations it "
+                   "offers), neither judged nor counted.",
+                   datafiles.claims_frame(context["claims"]["rows"]
+                                          + context["claims"]["context"])),
         "tests": ("Every hypothesis test", "Every hypothesis test the statistics ran "
                   "(stats/tests.csv), with its family, p-values and decision.", data.tests),
         "versions": ("Version audit", "Every item the version audit recorded per framework "

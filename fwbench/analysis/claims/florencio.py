@@ -114,3 +114,31 @@ def _telemetry_outcomes(values: pd.DataFrame, column: str,
         texts.append(f"PyTorch {sig(pt)} against TensorFlow {sig(tf)} "
                      f"({'different' if significant else 'no significant difference'})")
     return outcomes, texts
+
+
+# florencio2019's paired Wilcoxon test as fwbench.analysis.paper_tests replicates it: at the
+# paper's unit (its 100 samples: pooled iterations for a time, one value per trial for
+# telemetry), and per trial beside it (trial k of both frameworks, run next to each other).
+PAIRED_AT = (("paired (as published)", "as published"),
+             ("paired over interleaved blocks (sound)", "per trial"))
+UNITS = {"pooled iterations": "pooled iteration", "pairs of trials": "pair of trials",
+         "trials": "trial"}
+
+
+def paired_tests(tests: pd.DataFrame, phase: str, metric: str) -> list[dict]:
+    """The paired Wilcoxon tests of ``phase`` and ``metric`` ("time" for a time) on this run,
+    as published and per trial, each {"at", "unit", "units", "n", "p"}: a published p reads
+    only against a test at its own unit, and the trial is the unit of replication."""
+    needed = {"source", "variant", "phase", "metric", "n", "p"}
+    if tests is None or tests.empty or not needed <= set(tests.columns):
+        return []
+    rows = tests[(tests["source"] == "florencio2019") & (tests["phase"].astype(str) == phase)
+                 & (tests["metric"].astype(str) == metric) & tests["p"].notna()]
+    out = []
+    for variant, at in PAIRED_AT:
+        for _, row in rows[rows["variant"] == variant].iterrows():
+            units = ("pooled iterations" if at == "as published" and metric == "time"
+                     else "pairs of trials" if at == "per trial" else "trials")
+            out.append({"at": at, "unit": UNITS[units], "units": units,
+                        "n": int(float(row["n"])), "p": float(row["p"])})
+    return out

@@ -9,14 +9,24 @@ from fwbench.analysis.claims.wording import flag, join, missing, unique
 
 def min_trials(statistics: dict | None = None) -> int:
     """Fewer trials than this on a side (in a cell, of a strategy) make a verdict a hint: the
-    analysis plan's ``min_trials_for_verdict`` (the config's statistics block, which the
-    statistics read too), else the schema's default."""
-    if statistics and statistics.get("min_trials_for_verdict") is not None:
-        return int(statistics["min_trials_for_verdict"])
+    analysis plan's ``min_trials_for_verdict``."""
+    return int(_plan(statistics, "min_trials_for_verdict"))
+
+
+def rope(statistics: dict | None = None) -> float:
+    """The plan's margin of practical equivalence (``rope``: 0.05 is ±5 % on the log scale),
+    which also widens a published range before a claim of a size is judged against it."""
+    return float(_plan(statistics, "rope"))
+
+
+def _plan(statistics: dict | None, key: str):
+    """The analysis plan's ``key``: the config's statistics block (which the statistics read
+    too), else the schema's default."""
+    if statistics and statistics.get(key) is not None:
+        return statistics[key]
     from fwbench.plan.config import load_schema
 
-    plan = load_schema()["properties"]["statistics"]["properties"]
-    return int(plan["min_trials_for_verdict"]["default"])
+    return load_schema()["properties"]["statistics"]["properties"][key]["default"]
 
 
 def claim_rows(frame: pd.DataFrame, select: dict):

@@ -16,19 +16,22 @@ from fwbench.report.figures import style
 def trial_boxplots(trials, folder: Path, *, key: str, title: str, select: dict, source=None,
                    absent: str = "", note: str = "", column: str = "median_ns",
                    label: str | None = None, published=(), paper: str | None = None,
-                   ours=()) -> style.Figure:
+                   ours=(), phase: str | None = None) -> style.Figure:
     """Box plots of one per-trial value, one box per framework (default: median iteration time).
 
     ``select`` keeps the cells; ``label`` names the y axis of any ``column`` other than a time;
-    ``note`` completes the caption (what the value stands for). The p-values the ``paper``
-    ``published`` for the figure are written in it, beside ``ours``: the same test on this
-    run's trials.
+    ``note`` completes the caption (what the value stands for); ``phase`` is the phase the value
+    measures where it is not its trials' (a training trial's passes over the test set are
+    inference). The p-values the ``paper`` ``published`` for the figure are written in it where
+    the cells are in its setting, and ``ours`` beside them: the same test on this run's trials
+    at the paper's unit and per trial (fwbench.analysis.claims.florencio.paired_tests).
     """
     frame = style.select_rows(trials, select)
     if not frame.empty and column in frame:
         frame = frame[(frame["status"] == "ok") & frame[column].notna()]
     if frame.empty or column not in frame:
         return style.Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
+    frame = frame if phase is None else frame.assign(phase=phase)
     values = frame[column].astype(float)
     if column.endswith("_ns"):
         values = values / 1e9
@@ -51,21 +54,27 @@ def trial_boxplots(trials, folder: Path, *, key: str, title: str, select: dict, 
     caption = (f"{title}: one value per trial (a fresh process); box plots per framework "
                f"({len(frame)} trials; {fixed}). {note}").strip()
     caption += style.published_note(list(published), shown, paper)
-    if shown:
-        caption += (" Beside it, the paired Wilcoxon test as published on this run's trials: "
-                    + (", ".join(style.fmt(p, "p") for p in ours) or "not run") + ".")
+    if published or ours:
+        caption += (" The paired Wilcoxon test on this run's trials: "
+                    + ("; ".join(_test_text(t) for t in ours) or "not run") + ".")
     return style.Figure(key, title, caption, file=file, source=source, narrow=True)
 
 
+def _test_text(test: dict) -> str:
+    """"as published, over 100 pooled iterations, p = 4.0 × 10⁻¹⁸"."""
+    return (f"{test['at']}, over {style.count(test['n'], test['unit'], test['units'])}, "
+            f"p = {style.fmt(test['p'], 'p')}")
+
+
 def published_p(ax, values, row, ours) -> list:
-    """The published p-values for ``row``'s cells written at the top of ``ax``, ours beside;
-    returns those written."""
+    """The published p-values for ``row``'s cells, where they are in its setting, written at
+    the top of ``ax`` with ours (at the paper's unit and per trial) below; returns those
+    published values written."""
     from fwbench.analysis.claims import published
 
     shown = published.matching(values, row)
     lines = [f"p published: {published.text(v)}" for v in shown]
-    if shown and ours:
-        lines.append("p this run: " + ", ".join(style.fmt(p, "p") for p in ours))
+    lines += [f"p this run, {t['at']} (n = {t['n']}): {style.fmt(t['p'], 'p')}" for t in ours]
     if lines:
         low, high = ax.get_ylim()
         ax.set_ylim(low, high + 0.35 * (high - low))  # room above the boxes

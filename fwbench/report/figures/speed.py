@@ -30,7 +30,8 @@ def relative_time(comparisons, failures: dict, folder: Path, *, key="relative_ti
     row of their own saying so, instead of silently disappearing. ``select`` keeps rows whose
     axis values match; ``absent`` completes the sentence when nothing matches. A redrawn paper
     figure passes ``paper`` (its short name) and the time ratios it ``published`` for the
-    figure (fwbench.analysis.claims.published): each is drawn, black, beside the rows it is for.
+    figure (fwbench.analysis.claims.published): each is drawn, black, beside the rows of its
+    cells measured in its setting (the rows need a ``dataset``: claims.setting.with_dataset).
     """
     frame = style.select_rows(comparisons, select)
     if frame.empty:
@@ -60,7 +61,8 @@ def relative_time(comparisons, failures: dict, folder: Path, *, key="relative_ti
 
 
 def _draw_ratios(ax, frame, failures: dict, varying: list[str], values: list[dict]) -> list:
-    """The pairs' ratios and, beside each, the published ones for its cells; returns those."""
+    """The pairs' ratios and, beside each, the published ones for its cells and setting;
+    returns those."""
     from fwbench.analysis.claims import published
 
     labels, seen, hints, shown = [], set(), 0, []

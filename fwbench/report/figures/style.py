@@ -84,20 +84,27 @@ PUBLISHED_COLOUR = "#000000"
 
 def published_note(values: list[dict], shown: list[dict], paper: str | None) -> str:
     """The caption's sentence on the numbers the paper states for this figure: those drawn,
-    with where they stand, or why none is (the paper states none, or for cells not shown)."""
+    with where they stand, or why none is (the paper states none, or only for cells or a
+    setting not shown: each is named with its setting)."""
     from fwbench.analysis.claims import published
+    from fwbench.analysis.claims.setting import VALUE_NAMES
 
     if paper is None:
         return ""
     if not values:
         return (f" The paper ({paper}) states no number for this figure, so none is drawn "
                 "beside ours.")
-    said = "; ".join(f"{v['what']}: {published.text(v)} ({v['where']})"
-                     for v in dict((v["what"], v) for v in (shown or values)).values())
-    if not shown:
-        return (f" The paper ({paper}) states numbers for cells this figure does not show: "
-                f"{said}.")
-    return f" Black, marked published: what the paper ({paper}) states, {said}."
+    if shown:
+        said = "; ".join(f"{v['what']}: {published.text(v)} ({v['where']})"
+                         for v in dict((v["what"], v) for v in shown).values())
+        return f" Black, marked published: what the paper ({paper}) states, {said}."
+    said = "; ".join(
+        f"{v['what']}: {published.text(v)} ({v['where']}; "
+        + ", ".join(VALUE_NAMES.get(str(x), str(x)) for x in v["setting"].values()
+                    if x is not None) + ")"
+        for v in dict((v["what"], v) for v in values).values())
+    return (f" The paper ({paper}) states numbers only for cells or a setting this figure does "
+            f"not show, so they are named, not drawn: {said}.")
 
 
 def pair_label(row, varying: list[str]) -> str:

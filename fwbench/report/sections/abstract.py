@@ -35,10 +35,15 @@ def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures:
             + _exploratory_clause(rated) + "." + _family_clause(rated))
     else:
         out.append("No matched pair produced a PyTorch/TensorFlow ratio in this run.")
-    judged = ", ".join(tally(v, counts[v], hints[v]) for v in VERDICTS if counts[v])
-    out.append(f"Of the {sum(counts.values())} quantitative claims of the five source papers: "
-               f"{judged}.")
-    if sum(hints.values()):
+    if claims["preliminary"]:
+        out.append(f"This run is preliminary (it failed the gate a run passes before it ships, "
+                   f"above), so its verdicts on the {sum(counts.values())} quantitative claims "
+                   "of the five source papers are not counted.")
+    else:
+        judged = ", ".join(tally(v, counts[v], hints[v]) for v in VERDICTS if counts[v])
+        out.append(f"Of the {sum(counts.values())} quantitative claims of the five source "
+                   f"papers: {judged}.")
+    if sum(hints.values()) and not claims["preliminary"]:
         out.append(f"The {sum(hints.values())} exploratory verdicts rest on too few trials (or on "
                    "unsteady or drifting ones) to confirm or contradict a paper: they are hints "
                    "for a run with more trials, not findings.")

@@ -8,6 +8,7 @@ import pandas as pd
 
 from fwbench.analysis.claims import wording
 from fwbench.analysis.claims.real_data import metric_format, no_real_data, real_data_trials
+from fwbench.analysis.claims.setting import with_dataset
 from fwbench.analysis.estimators import median_ci
 from fwbench.plan.cells import REAL_DATA
 from fwbench.report import formatting, tables
@@ -61,10 +62,10 @@ def _groups(frame: pd.DataFrame):
 def epoch_time_summary(trials: pd.DataFrame) -> pd.DataFrame:
     """Per convergence cell and framework, the median over trials of each of tian2020's times,
     with its interval: the data of the time bars, each row with the ``phase`` and ``metric``
-    (column) a published value selects."""
-    frame = real_data_trials(trials, "convergence")
-    return pd.DataFrame([{**key, "measure": measure, "phase": phase, "metric": column,
-                          **_median_interval(group[column])}
+    (column) a published value selects and the ``dataset`` its setting names."""
+    frame = with_dataset(real_data_trials(trials, "convergence"))
+    return pd.DataFrame([{**key, "dataset": group["dataset"].iloc[0], "measure": measure,
+                          "phase": phase, "metric": column, **_median_interval(group[column])}
                          for key, group in _groups(frame)
                          for column, (measure, phase) in EPOCH_TIMES.items()])
 

@@ -16,13 +16,15 @@ from fwbench.analysis.claims import (
     published,
     wording,
 )
-from fwbench.analysis.claims.florencio import TELEMETRY_LABELS, telemetry_absent
+from fwbench.analysis.claims.florencio import TELEMETRY_LABELS, paired_tests, telemetry_absent
 from fwbench.analysis.claims.real_data import no_real_data
+from fwbench.analysis.claims.setting import with_dataset
 from fwbench.report.figures import convergence, papers, speed, style
 from fwbench.report.figures.style import Figure
 from fwbench.report.formatting import span
 from fwbench.report.inputs import Inputs
 from fwbench.report.sections.accuracy import data_sources, epoch_time_summary, of_ok_trials
+from fwbench.report.sections.preliminary import is_preliminary
 from fwbench.report.tables import Numbering
 
 
@@ -43,14 +45,14 @@ UNJUDGED = ("not measured", "untestable")
 
 def claims_section(numbering: Numbering, data: Inputs) -> dict:
     """The claims this run judged (in the paper's setting or another), in one table; those it
-    could not judge grouped by reason in a second; every claim in the data appendix."""
+    could not judge grouped by reason in a second; every claim in the data appendix; the
+    context (beliefs and explanations, neither judged nor counted) listed apart."""
     catalog = load_claims()
     rows, per_paper, counts = [], {}, {v: 0 for v in VERDICTS}
     hints = {v: 0 for v in VERDICTS}
     for claim in catalog["claims"]:
         result = evaluate_claim(claim, data.comparisons, data.cell_stats, data.tests,
-                                data.trials, data.gaps, data.scaling, data.strategies,
-                                data.statistics)
+                                data.trials, data.scaling, data.strategies, data.statistics)
         counts[result["verdict"]] += 1
         hints[result["verdict"]] += bool(result["exploratory"])
         row = {**claim, **result, "verdict_class": result["verdict"].replace(" ", "-"),
@@ -74,14 +76,24 @@ def claims_section(numbering: Numbering, data: Inputs) -> dict:
                       "caption": "The claims this run could not judge, grouped by the reason. "
                                  "Each claim's words, published value and test are in the data "
                                  "appendix Every published claim."}
-    per_paper = {paper: ", ".join(tally(v, n, hint) for v, (n, hint) in per_verdict.items() if n)
+    preliminary = is_preliminary(data)
+    per_paper = {paper: (f"{sum(n for n, _ in per_verdict.values())}, not tallied: this run is "
+                         "preliminary" if preliminary else
+                         ", ".join(tally(v, n, hint) for v, (n, hint) in per_verdict.items() if n))
                  for paper, per_verdict in per_paper.items()}
     n_unjudged = sum(len(g["ids"]) for g in unjudged)
     sentence = (f"Of the {len(rows)} published claims, {n_unjudged} could not be judged from "
                 f"this run (Table {unjudged_table['number']} gives why)." if n_unjudged else "")
     return {"table": table, "rows": rows, "judged": judged, "counts": counts,
             "exploratory": hints, "papers": catalog["papers"], "per_paper": per_paper,
-            "unjudged_table": unjudged_table, "unjudged_sentence": sentence}
+            "unjudged_table": unjudged_table, "unjudged_sentence": sentence,
+            "preliminary": preliminary, "context": [context_row(c) for c in catalog["context"]]}
+
+
+def context_row(entry: dict) -> dict:
+    """A belief or explanation as the data appendix lists it: status context, no verdict."""
+    return {**entry, "verdict": "context", "ours": entry["how"], "exploratory": "",
+            "differs": [], "verdict_here": ""}
 
 
 def published_values(claim: dict, papers: dict) -> list[dict]:
@@ -147,7 +159,8 @@ def _patel_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figu
     def relative(number: int, phase: str, device: str, title: str) -> Figure:
         where = "a GPU" if device == "cuda" else "the CPU"
         return speed.relative_time(
-            comparisons, failures, folder, key=f"patel2023_fig{number}", title=title,
+            with_dataset(comparisons, trials), failures, folder, key=f"patel2023_fig{number}",
+            title=title,
             source=f"patel2023 Fig. {number}", select={"phase": phase, "device": device},
             absent=f"this run has no {phase} pair on {where} (it measured {devices})",
             **_published("patel2023", [number], "ratio"))
@@ -195,10 +208,11 @@ def _florencio_figures(data: Inputs, folder: Path) -> dict[str, Figure]:
                 "The paper sampled averages during the phase; we show the trial's "
                 + TELEMETRY_LABELS[column] + " over its timed iterations.")
         out[f"florencio_fig{number}"] = papers.trial_boxplots(
-            lenet, folder, key=f"florencio2019_fig{number}", title=title,
+            with_dataset(lenet), folder, key=f"florencio2019_fig{number}", title=title,
             select={"phase": phase}, source=f"florencio2019 Fig. {number}", absent=reason,
             note=note, column=column, label=TELEMETRY_LABELS.get(column),
-            ours=_paired_p(data.tests, phase, "time" if column == "median_ns" else column),
+            phase="infer" if column == "inference_median_ns" else phase,
+            ours=paired_tests(data.tests, phase, "time" if column == "median_ns" else column),
             **_published("florencio2019", [number], "p"))
     return out
 
@@ -218,19 +232,6 @@ def _time_note(column: str, epoch: bool, trials: pd.DataFrame) -> str:
             else "its passes over the test set")
     return (f"Each value is the median of {what}, as the paper timed them, on "
             f"{data_sources(trials)}.")
-
-
-def _paired_p(tests: pd.DataFrame, phase: str, metric: str) -> list[float]:
-    """The p-values of florencio2019's paired Wilcoxon test as published, replicated on this
-    run's trials of ``phase`` and ``metric`` (fwbench.analysis.paper_tests: "time" for the
-    training or inference time), one per pair."""
-    if tests.empty or not {"source", "variant", "phase", "metric", "p"} <= set(tests.columns):
-        return []
-    rows = tests[(tests["source"] == "florencio2019")
-                 & (tests["variant"] == "paired (as published)")
-                 & (tests["phase"].astype(str) == phase)
-                 & (tests["metric"].astype(str) == metric)]
-    return [float(p) for p in rows["p"] if not wording.missing(p)]
 
 
 def _tian_figures(data: Inputs, folder: Path) -> dict[str, Figure]:
@@ -253,7 +254,8 @@ def _tian_figures(data: Inputs, folder: Path) -> dict[str, Figure]:
                  f"Trials per bar: {counts}. Data: {data_sources(data.trials)}.",
             **_published("tian2020", TIAN_TIME_FIGURES)),
         "tian_accuracy": convergence.accuracy_curves(
-            of_ok_trials(data.epochs, data.trials), folder, key="tian2020_accuracy",
+            with_dataset(of_ok_trials(data.epochs, data.trials), data.trials), folder,
+            key="tian2020_accuracy",
             title="Validation accuracy per epoch", source="tian2020 Figures 1 and 5",
             absent=absent, **_published("tian2020", [1, 5, 9], "accuracy")),
         "tian_confusion": convergence.confusion_matrices(
@@ -272,8 +274,8 @@ def _tian_relative(data: Inputs, folder: Path) -> Figure:
     """tian2020's training and inference times as this run's time ratios, on the pairs of its
     cells (ResNet18 at batch 64, VGG16 at batch 32), its stated ratios beside them."""
     shown = _published("tian2020", TIAN_RATIO_FIGURES, "ratio")
-    comparisons = data.comparisons
-    keep = [bool(published.matching(shown["published"], row))
+    comparisons = with_dataset(data.comparisons, data.trials)
+    keep = [bool(published.of_cells(shown["published"], row))
             for _, row in comparisons.iterrows()]
     return speed.relative_time(
         comparisons[keep] if len(comparisons) else comparisons, {}, folder,

@@ -1,0 +1,182 @@
+"""The gate a run passes before it ships as evidence (DESIGN.md, "Shipping a run"): one version
+of what measures, one processor kind, every trial timed on a quiet machine, A/A controls passed,
+and every headline comparison decided. stats/gate.csv holds one row per reason (``check``,
+``passed``, ``reason``); the report, the run's README and the index read it and decide nothing.
+A run that fails may stay in results/ only as preliminary, its claim verdicts counted nowhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from fwbench.analysis.claims.numbers import fmt
+from fwbench.analysis.claims.wording import OUTCOME_LABELS, count, join
+from fwbench.measure.telemetry.outside import NO_OUTSIDE, outside_busy
+
+GATE_COLUMNS = ["check", "passed", "reason"]
+# The busy share the processors outside a trial's own may reach while it is timed, when the
+# analysis plan states none (statistics.quiet_busy_max). The default stays out of the plan
+# itself, so a plan written before the gate keeps the hash its trials recorded.
+QUIET_BUSY_MAX = 0.10
+DECIDED = ("pytorch_faster", "tensorflow_faster", "equivalent")
+
+
+def gate(trials: pd.DataFrame, comparisons: pd.DataFrame, *, statistics: dict,
+         controls: pd.DataFrame | None = None) -> pd.DataFrame:
+    """stats/gate.csv: every check's reasons to fail, or the one sentence saying it passed.
+    ``statistics`` is the analysis plan; ``controls`` the A/A controls (stats/controls.csv:
+    one row per control, ``control`` naming it and ``passed``), None where the run has none."""
+    found = {
+        "one measuring code": measuring_code(trials),
+        "one processor kind": processor_kind(trials),
+        "quiet": quiet(trials, statistics.get("quiet_busy_max", QUIET_BUSY_MAX)),
+        "A/A controls": aa_controls(controls),
+        "headline comparisons": headline(comparisons),
+    }
+    rows = [{"check": check, "passed": passed, "reason": reason}
+            for check, (passed, reasons) in found.items() for reason in reasons]
+    return pd.DataFrame(rows, columns=GATE_COLUMNS)
+
+
+def passes(gate_rows: pd.DataFrame) -> bool:
+    """Whether the run ships as evidence: every check passed."""
+    return not gate_rows.empty and bool(gate_rows["passed"].astype(bool).all())
+
+
+def read_gate(run_dir) -> pd.DataFrame:
+    """A rebuilt run's stats/gate.csv; one that is missing or does not read stops the caller
+    with a ResultError naming it."""
+    from fwbench.analysis.export import read_table
+
+    return read_table(Path(run_dir) / "stats" / "gate.csv", tuple(GATE_COLUMNS))
+
+
+def failures(gate_rows: pd.DataFrame) -> list[str]:
+    """Every reason the run fails, as ``check: reason``."""
+    failed = gate_rows[~gate_rows["passed"].astype(bool)]
+    return [f"{row.check}: {row.reason}" for row in failed.itertuples()]
+
+
+def measuring_code(trials: pd.DataFrame) -> tuple[bool, list[str]]:
+    """One hash of what measures in every trial; trials from before it was kept fall back to
+    their commit, which stands for the code only when one clean commit measured them all."""
+    codes = _column(trials, "measuring_code")
+    if len(trials) and codes.notna().all():
+        kinds = codes.value_counts().sort_index()
+        if len(kinds) == 1:
+            return True, [f"Every trial recorded one hash of what measures ({kinds.index[0]})."]
+        return False, [f"The trials recorded {len(kinds)} hashes of what measures ("
+                       + join(f"{h}: {count(n, 'trial')}" for h, n in kinds.items())
+                       + "): different code or software measured them."]
+    commits = _column(trials, "git_commit")
+    unhashed = count(int(codes.isna().sum()), "trial")
+    if commits.isna().any():
+        return False, [f"{unhashed} recorded no hash of what measures, and "
+                       f"{count(int(commits.isna().sum()), 'trial')} no commit either: what "
+                       "measured them is unknown."]
+    kinds = commits.value_counts().sort_index()
+    if len(kinds) > 1:
+        return False, [f"{unhashed} recorded no hash of what measures, and the run mixes "
+                       f"{len(kinds)} commits ("
+                       + join(f"{c[:12]}: {count(n, 'trial')}" for c, n in kinds.items())
+                       + "): one version of the measuring code cannot be shown."]
+    dirty = int(_column(trials, "git_dirty").fillna(False).astype(bool).sum())
+    if dirty:
+        return False, [f"{unhashed} recorded no hash of what measures, and "
+                       f"{count(dirty, 'trial')} ran from a work tree with uncommitted "
+                       "changes: their commit does not say what measured them."]
+    return True, [f"Every trial ran from commit {kinds.index[0][:12]} with a clean work tree "
+                  "(the trials recorded no hash of what measures; the commit stands for it)."]
+
+
+def processor_kind(trials: pd.DataFrame) -> tuple[bool, list[str]]:
+    """A verdict holds for the processor it was measured on: one kind, recorded by every
+    trial."""
+    kinds = _column(trials, "cpu_kind")
+    if not len(trials) or kinds.isna().any():
+        return False, [f"processor kind not recorded ({int(kinds.isna().sum())} of "
+                       f"{count(len(trials), 'trial')} lack it): the run cannot show that one "
+                       "kind of processor measured it."]
+    found = sorted(kinds.unique())
+    if len(found) > 1:
+        return False, [f"The trials ran on {len(found)} kinds of processor ({join(found)}), "
+                       "whose verdicts need not agree."]
+    return True, [f"Every trial ran on one kind of processor: {found[0]}."]
+
+
+def quiet(trials: pd.DataFrame, busy_max: float) -> tuple[bool, list[str]]:
+    """Every ok trial was timed while the processors outside its own were busy less than
+    ``busy_max`` (a share): other work on them moves a trial's time, and a pair's two trials
+    need not see the same."""
+    ok = trials[trials["status"] == "ok"] if "status" in trials else trials
+    busy = pd.Series([_outside_busy(row) for _, row in ok.iterrows()], index=ok.index,
+                     dtype=float) / 100
+    plan = f"the plan allows less than {fmt(busy_max, 'level')}"
+    if ok.empty:
+        return False, ["No trial ended ok, so none was shown to run quiet."]
+    reasons = []
+    loud = busy[busy >= busy_max]
+    if len(loud):
+        reasons.append(f"{count(len(loud), 'trial')} of {len(ok)} ran beside other work: the "
+                       "processors outside their own were busy "
+                       f"{fmt(loud.median(), 'level')} of the time while they were timed "
+                       f"(median; {fmt(loud.min(), 'level')} to {fmt(loud.max(), 'level')}), "
+                       f"where {plan}.")
+    unknown = int(busy.isna().sum())
+    if unknown:
+        reasons.append(f"{count(unknown, 'trial')} recorded nothing that shows how busy the "
+                       "processors outside their own were.")
+    if reasons:
+        return False, reasons
+    return True, [f"Every ok trial ran quiet: the processors outside its own were busy at most "
+                  f"{fmt(busy.max(), 'level')} of the time while it was timed; {plan}."]
+
+
+def _outside_busy(row) -> float | None:
+    """The trial's outside busy share (%) as the tables recorded it; in tables from before they
+    did, derived from the whole machine's share as fwbench.measure.telemetry.outside does. A
+    trial whose threads took every processor had nothing beside it: 0."""
+    if pd.notna(row.get("outside_busy_pct")):
+        return row["outside_busy_pct"]
+    processors, util = row.get("cpu_count"), row.get("cpu_util_mean")
+    busy, how = outside_busy(
+        None, {}, threads=int(row.get("threads_requested") or 1) * int(row.get("world_size") or 1),
+        processors=int(processors) if pd.notna(processors) else None,
+        util_mean=float(util) if pd.notna(util) else None)
+    return 0.0 if how == NO_OUTSIDE else busy
+
+
+def aa_controls(controls: pd.DataFrame | None) -> tuple[bool, list[str]]:
+    """The same framework in both slots of a pair: a control that finds a difference shows
+    the design's own false positives, and a design is trusted only when its controls pass."""
+    if controls is None or controls.empty:
+        return False, ["no A/A controls: the run compared no framework with itself, so its "
+                       "design's own false-positive rate is unknown."]
+    failed = controls[~controls["passed"].astype(bool)]
+    if len(failed):
+        return False, [f"The A/A control {name} failed: it found a difference between a "
+                       "framework and itself." for name in failed["control"]]
+    return True, [f"Every A/A control passed ({count(len(controls), 'control')})."]
+
+
+def headline(comparisons: pd.DataFrame) -> tuple[bool, list[str]]:
+    """Every comparison the run claims is decided, not a hint; the plan would have to state the
+    power it promised for an undecided one to pass, and the analysis plan has no such rule
+    yet."""
+    if comparisons.empty:
+        return False, ["No headline comparison: the run compared no matched pair."]
+    exploratory = _column(comparisons, "exploratory").fillna(False).astype(str).str.lower()
+    undecided = comparisons[~comparisons["verdict"].isin(DECIDED) | (exploratory == "true")]
+    if undecided.empty:
+        return True, [f"Every headline comparison is decided "
+                      f"({count(len(comparisons), 'comparison')})."]
+    return False, [f"The comparison `{row.pair_id}` "
+                   + (f"reads {OUTCOME_LABELS.get(row.verdict, row.verdict)} only as a hint "
+                      "(exploratory)" if row.verdict in DECIDED else f"is {row.verdict}")
+                   + ": the plan states no power for undecided comparisons."
+                   for row in undecided.itertuples()]
+
+
+def _column(frame: pd.DataFrame, name: str) -> pd.Series:
+    return frame[name] if name in frame else pd.Series(None, index=frame.index, dtype=object)
