@@ -15,35 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-.venv/bin}
 OUT=${FWBENCH_CUDA_STAND_IN_DIR:-containers/build/cuda-stand-in}
-BASE=localhost/fwbench-standin-base:bookworm
 started=$(date +%s)
 
-missing=()
-for package in podman runc mmdebstrap; do
-    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
-        || missing+=("$package")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "make test-cuda-images: installing ${missing[*]} needs root" >&2
-        exit 1
-    fi
-    apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
-fi
-mkdir -p "$OUT"
-
-echo "STAND-IN BASE IMAGE: $BASE (Debian 12 and Debian's python3 3.11.2, made here by"
-echo "  mmdebstrap; it stands in for python:3.11.7-slim-bookworm, which no registry here serves)"
-if ! podman image exists "$BASE"; then
-    mmdebstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
-        bookworm "$OUT/rootfs.tar"
-    podman import --message "STAND-IN base: mmdebstrap bookworm (make test-containers)" \
-        "$OUT/rootfs.tar" "$BASE"
-    rm -f "$OUT/rootfs.tar"
-fi
-# The limits Podman accepts here (runc refuses the host's nproc above 32768).
-export APPTAINER_SHIM_ULIMITS=${APPTAINER_SHIM_ULIMITS:-$(scripts/containers/apptainer shim-ulimits "$BASE")}
+WHO="make test-cuda-images"
+# podman, runc, mmdebstrap; the stand-in base ($BASE); the limits Podman accepts
+. scripts/containers/stand_in.sh
 
 built=$(date +%s)
 "$BIN/python" containers/build.py --engine podman --variant cuda --base "$BASE" \
