@@ -126,7 +126,7 @@ def preflight(rehearse: bool, wheels: Path | None, out: Path) -> dict:
     # The driver against the CUDA of the torch measured here (the PyTorch image's, 13.0, when
     # it is the locked torch==2.14.1); a CUDA the table does not know is noted, not enforced:
     # torch.cuda.is_available() already showed that this driver runs it.
-    from fwbench.environment.images import DRIVER_MINIMUM
+    from fwbench.environment.cuda_stack import DRIVER_MINIMUM
 
     cuda = ".".join(str(torch.version.cuda).split(".")[:2])
     minimums = {f"torch {torch.__version__} (CUDA {cuda})": DRIVER_MINIMUM[cuda]} \

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from fwbench.analysis.versions import audit_items
-from fwbench.environment import images
+from fwbench.environment import cuda_stack
 from fwbench.measure import doctor, gpu_host
 from tests.conftest import REPO, TINY_CONFIG, snakemake
 from tests.fakes.nvml import FakeGpu, FakeNvml, no_gpu, no_library
@@ -41,17 +41,17 @@ def write_label():
 @pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
 def test_each_cuda_lock_pins_its_stack_and_driver(framework):
     lock = REPO / "containers" / framework / "requirements-cuda.lock"
-    assert images.lock_stack(lock) == PINNED[framework]
+    assert cuda_stack.lock_stack(lock) == PINNED[framework]
 
 
 def test_the_cpu_tensorflow_image_pins_no_cuda_and_needs_no_driver():
     lock = REPO / "containers" / "tensorflow" / "requirements-cpu.lock"
-    assert images.lock_stack(lock) == {"cuda_runtime": None, "cudnn": None, "nccl": None,
+    assert cuda_stack.lock_stack(lock) == {"cuda_runtime": None, "cudnn": None, "nccl": None,
                                        "driver_minimum": None}
 
 
 def test_the_label_writer_and_the_library_share_one_driver_table():
-    assert write_label().DRIVER_MINIMUM == images.DRIVER_MINIMUM
+    assert write_label().DRIVER_MINIMUM == cuda_stack.DRIVER_MINIMUM
 
 
 def test_the_native_torch_reports_what_the_pytorch_image_lock_pins():
@@ -64,7 +64,7 @@ def test_the_native_torch_reports_what_the_pytorch_image_lock_pins():
     assert proc.returncode == 0, proc.stderr[-2000:]
     stack = json.loads(proc.stdout)
     assert stack["framework"] == {"cuda": "13.0", "cudnn": "9.24.0", "nccl": "2.30.7"}
-    assert images.stack_problems("pytorch", stack, PINNED["pytorch"]) == []
+    assert cuda_stack.stack_problems("pytorch", stack, PINNED["pytorch"]) == []
 
 
 def _stack(framework, **build):
@@ -77,20 +77,20 @@ def _stack(framework, **build):
 
 
 def test_a_stack_is_compared_with_its_lock():
-    assert images.stack_problems("pytorch", _stack("pytorch"), PINNED["pytorch"]) == []
-    assert images.stack_problems("tensorflow", _stack("tensorflow"), PINNED["tensorflow"]) == []
-    [problem] = images.stack_problems("pytorch", _stack("pytorch", cudnn="9.10.2"),
+    assert cuda_stack.stack_problems("pytorch", _stack("pytorch"), PINNED["pytorch"]) == []
+    assert cuda_stack.stack_problems("tensorflow", _stack("tensorflow"), PINNED["tensorflow"]) == []
+    [problem] = cuda_stack.stack_problems("pytorch", _stack("pytorch", cudnn="9.10.2"),
                                       PINNED["pytorch"])
     assert "cudnn 9.10.2" in problem and "9.24.0" in problem
     # TensorFlow's build info names the CUDA it was compiled with: not newer than the runtime,
     # and of its major; cuDNN by its major.
-    assert images.stack_problems("tensorflow", _stack("tensorflow", cuda="13.0"),
+    assert cuda_stack.stack_problems("tensorflow", _stack("tensorflow", cuda="13.0"),
                                  PINNED["tensorflow"])
-    assert images.stack_problems("tensorflow", _stack("tensorflow", is_cuda_build=False),
+    assert cuda_stack.stack_problems("tensorflow", _stack("tensorflow", is_cuda_build=False),
                                  PINNED["tensorflow"])
     wrong = {**_stack("tensorflow"), "libraries": {**_stack("tensorflow")["libraries"],
                                                     "nccl": "2.21.5"}}
-    assert images.stack_problems("tensorflow", wrong, PINNED["tensorflow"]) == [
+    assert cuda_stack.stack_problems("tensorflow", wrong, PINNED["tensorflow"]) == [
         "nccl library is 2.21.5, the lock pins 2.32.3"]
 
 

@@ -5,7 +5,7 @@ as each image's CUDA runtime needs (else the run stops, naming both versions).
 Both read the host through NVML (``fwbench.measure.telemetry.gpu.load_nvml``), so a test hands
 in the fake of tests/fakes/nvml.py at that boundary and nothing else. The minimum driver of an
 image comes from the CUDA runtime its requirements lock pins
-(``fwbench.environment.images.lock_stack``), the value its label records at build time.
+(``fwbench.environment.cuda_stack.lock_stack``), the value its label records at build time.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from fwbench import SOURCE_DIR
-from fwbench.environment import images
+from fwbench.environment import cuda_stack, images
 from fwbench.measure.telemetry.gpu import NvmlSpec, load_nvml
 
 # Without these in the environment, no CUDA device is visible to a framework, whatever NVML sees.
@@ -80,7 +80,7 @@ def image_minimums(frameworks: Iterable[str] = ("pytorch", "tensorflow"),
     for framework in frameworks:
         lock = (entries.get(framework) or {}).get("lock") or \
             f"containers/{framework}/requirements-{variant}.lock"
-        minimum = images.lock_stack(SOURCE_DIR / lock)["driver_minimum"]
+        minimum = cuda_stack.lock_stack(SOURCE_DIR / lock)["driver_minimum"]
         if minimum:
             found[framework] = minimum
     return found
@@ -92,7 +92,7 @@ def driver_problems(driver: str, minimums: Mapping[str, str],
     ``driver``."""
     return [f"{subject.format(name)} needs NVIDIA driver >= {minimum} (its CUDA runtime), this "
             f"host has {driver}" for name, minimum in sorted(minimums.items())
-            if images.version_key(driver) < images.version_key(minimum)]
+            if cuda_stack.version_key(driver) < cuda_stack.version_key(minimum)]
 
 
 def driver_check(nvml_spec: NvmlSpec = None, minimums: Mapping[str, str] | None = None,
