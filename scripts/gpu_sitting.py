@@ -52,10 +52,14 @@ sys.path.insert(1, str(ROOT / "scripts"))   # verify_gpu_harness, verify_gpu_tel
 RUN = "gpu-sitting"
 # What a trial imports beyond the standard library and PyTorch (module: the distribution
 # --bundle fetches).
-NEEDED = {"numpy": "numpy", "yaml": "pyyaml", "jsonschema": "jsonschema", "psutil": "psutil",
-          "pynvml": "nvidia-ml-py"}
-# --bundle: these and their dependencies, as wheels for CPython 3.10 to 3.13 on Linux x86_64.
+NEEDED = {"numpy": "numpy", "scipy": "scipy", "yaml": "pyyaml", "jsonschema": "jsonschema",
+          "psutil": "psutil", "pynvml": "nvidia-ml-py", "ruptures": "ruptures",
+          "torchvision": "torchvision"}
+# --bundle: these and their dependencies, as wheels for CPython 3.10 to 3.13 on Linux x86_64;
+# ruptures (fix-warmup's change points) without its own, numpy and scipy, which come with a
+# PyTorch machine and would add 150 MB.
 BUNDLE = ["pyyaml==6.0.3", "jsonschema==4.26.0", "psutil==7.2.2", "nvidia-ml-py==13.615.71"]
+BUNDLE_WITHOUT_DEPS = ["ruptures==1.1.10"]
 BUNDLE_PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 AA_CELL = ("resnet18", "train")
 T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
@@ -91,9 +95,14 @@ def missing_modules() -> list[str]:
 def install_from(wheels: Path, site: Path, modules: list[str]) -> None:
     """pip install --no-index the missing distributions from a folder made by --bundle into
     ``site``, put first on this process's path and every child's PYTHONPATH."""
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index",
-                    "--find-links", str(wheels), "--target", str(site),
-                    *[NEEDED[m] for m in modules]], check=True)
+    names = [NEEDED[m] for m in modules]
+    bare = {spec.split("==")[0] for spec in BUNDLE_WITHOUT_DEPS}
+    for group, flags in (([n for n in names if n not in bare], []),
+                         ([n for n in names if n in bare], ["--no-deps"])):
+        if group:
+            subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index",
+                            "--find-links", str(wheels), "--target", str(site), *flags,
+                            *group], check=True)
     sys.path.insert(1, str(site))
     EXTRA_PATH.append(str(site))
     importlib.invalidate_caches()
@@ -292,11 +301,12 @@ def bundle(folder: Path) -> int:
     x86_64, into ``folder`` (here, with an index); the sitting installs the missing ones."""
     folder.mkdir(parents=True, exist_ok=True)
     for version in BUNDLE_PYTHONS:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--dest",
-                        str(folder), "--only-binary=:all:", "--python-version", version,
-                        "--platform", "manylinux2014_x86_64", "--platform",
-                        "manylinux_2_17_x86_64", "--platform", "manylinux_2_28_x86_64",
-                        *BUNDLE], check=True)
+        for flags, specs in (([], BUNDLE), (["--no-deps"], BUNDLE_WITHOUT_DEPS)):
+            subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--dest",
+                            str(folder), "--only-binary=:all:", "--python-version", version,
+                            "--platform", "manylinux2014_x86_64", "--platform",
+                            "manylinux_2_17_x86_64", "--platform", "manylinux_2_28_x86_64",
+                            *flags, *specs], check=True)
     size = sum(p.stat().st_size for p in folder.glob("*.whl"))
     print(f"{len(list(folder.glob('*.whl')))} wheels, {size / 2**20:.1f} MiB in {folder}")
     return 0
@@ -344,7 +354,13 @@ def main(argv: list[str] | None = None) -> int:
             return None
         t0 = time.monotonic()
         log(f"{name} ...")
-        value = function(*a)
+        try:
+            value = function(*a)
+        except Stop:
+            raise
+        except Exception as error:   # one broken step must not cost the sitting the others
+            log(f"{name} failed: {type(error).__name__}: {error}")
+            value = {"ok": False, "error": f"{type(error).__name__}: {error}"}
         record["steps"][name] = {**value, "seconds": round(time.monotonic() - t0, 1)}
         (out / "sitting.json").write_text(json.dumps(record, indent=1, default=str) + "\n")
         return value
