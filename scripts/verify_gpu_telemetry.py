@@ -73,6 +73,7 @@ def main(out_dir: str, seconds: float = 5.0, period_s: float = 0.1) -> int:
         maps = Path(f"/proc/{sampler.ready['pid']}/maps").read_text()
         run["sampler_libraries"] = sorted({line.split()[-1].rsplit("/", 1)[-1] for line in
                                            maps.splitlines() if ".so" in line})
+        run["sampler_pid"], run["context_pids"] = sampler.ready["pid"], context_pids(uuid)
     markers = {k: run[k] for k in ("markers_ns", "energy_mj", "batch_size", "iterations",
                                    "warmup_iterations")}
     (out / "markers.json").write_text(json.dumps(markers, indent=1) + "\n")
@@ -153,9 +154,18 @@ def check(csv_path, meta, summary, run, idle, uuid, torch_uuid, period_s) -> dic
 
     add("uuid_matches_torch", uuid == torch_uuid, f"nvml {uuid}, torch {torch_uuid}")
     loaded = [lib for lib in run["sampler_libraries"]
-              if lib.startswith(("libcuda.", "libcudart", "libtorch", "libc10"))]
-    add("sampler_free_of_cuda_and_torch", not loaded, loaded or "no libcuda, libcudart or "
-        "libtorch in the sampler process")
+              if lib.startswith(("libcudart", "libtorch", "libc10"))]
+    add("sampler_free_of_torch", not loaded, loaded or "no libcudart or libtorch in the "
+        "sampler process")
+    # NVML itself maps the driver's libcuda into the sampler (seen with driver 580 on an H200):
+    # what must not happen is a context, which would take GPU memory and share the GPU.
+    holders, sampler_pid = run["context_pids"], run["sampler_pid"]
+    add("sampler_holds_no_cuda_context", sampler_pid not in holders,
+        f"sampler pid {sampler_pid}; NVML's compute processes {holders}")
+    add("context_listing_sees_this_process", os.getpid() in holders,
+        f"this process {os.getpid()} among {holders} (a PID namespace hides it)", required=False)
+    add("sampler_maps_libcuda", True, [lib for lib in run["sampler_libraries"]
+                                       if lib.startswith("libcuda.")], required=False)
     add("gpu_rows", len(gpu) >= 0.8 * len(host), f"{len(gpu)} GPU rows, {len(host)} host rows")
     for column in REQUIRED_COLUMNS + OPTIONAL_COLUMNS:
         filled = sum(r.get(column) is not None for r in inside)
@@ -186,6 +196,13 @@ def check(csv_path, meta, summary, run, idle, uuid, torch_uuid, period_s) -> dic
 
 
 @contextlib.contextmanager
+def context_pids(uuid: str) -> list[int]:
+    """The processes holding a CUDA context on the GPU ``uuid``, as NVML lists them."""
+    nvml, _ = load_nvml()
+    handle = nvml.nvmlDeviceGetHandleByUUID(uuid)
+    return sorted(p.pid for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle))
+
+
 def _hold_nothing(uuids):
     yield {"method": None, "held": [], "reason": "verification: idle without a context"}
 
