@@ -195,7 +195,6 @@ def check(csv_path, meta, summary, run, idle, uuid, torch_uuid, period_s) -> dic
     return out
 
 
-@contextlib.contextmanager
 def context_pids(uuid: str) -> list[int]:
     """The processes holding a CUDA context on the GPU ``uuid``, as NVML lists them."""
     nvml, _ = load_nvml()
@@ -203,6 +202,7 @@ def context_pids(uuid: str) -> list[int]:
     return sorted(p.pid for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle))
 
 
+@contextlib.contextmanager
 def _hold_nothing(uuids):
     yield {"method": None, "held": [], "reason": "verification: idle without a context"}
 
