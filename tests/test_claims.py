@@ -95,7 +95,7 @@ def test_dai2022_pytorch_sometimes_faster_on_the_shipped_dai2022_cpu_run():
     holds there, on the CPU, in another setting than the paper's GPU."""
     run = RESULTS / "dai2022-cpu"
     [entry] = [c for c in load_claims()["claims"] if c["id"] == "dai2022-pytorch-sometimes-faster"]
-    comparisons = pd.read_csv(run / "stats" / "comparisons.csv")
+    comparisons = pd.read_csv(run / "recorded" / "stats" / "comparisons.csv")
     trials = pd.read_parquet(run / "recorded" / "tables" / "trials.parquet")
     result = judge(entry, comparisons, trials=trials)
     assert "2 PyTorch faster, 1 inconclusive" in result["ours"]
