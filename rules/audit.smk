@@ -25,7 +25,7 @@ rule audit_versions:
     log:
         f"logs/{PLAN.run}/audit_versions.log",
     params:
-        envs=PLAN.trial_paths("env.json"),
+        envs=PLAN.trial_paths("env.json", controls=False),
     shell:
         "python -m fwbench.analysis.versions versions --out {output.versions} {params.envs:q} > {log} 2>&1"
 

@@ -69,7 +69,17 @@ wildcard_constraints:
 
 
 def get_trial_results():
-    return PLAN.trial_paths()
+    return PLAN.trial_paths(controls=False)
+
+
+def get_control_results():
+    """The A/A controls' trials (config `controls`): tables and statistics of their own."""
+    return PLAN.trial_paths(controls=True)
+
+
+def get_controls_table(wildcards):
+    """stats/controls.csv for the shipping gate, where the run has A/A controls."""
+    return {"controls": f"{RESULTS}/stats/controls.csv"} if config["controls"] else {}
 
 
 def get_profiles():

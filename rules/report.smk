@@ -12,6 +12,7 @@ report: "../report/workflow.rst"
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule build_report:
     input:
+        unpack(get_controls_table),
         iterations=rules.collect_tables.output.iterations,
         trials=rules.collect_tables.output.trials,
         cells=rules.collect_tables.output.cells,

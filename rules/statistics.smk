@@ -147,12 +147,33 @@ rule summarise_flops:
         "../scripts/summarise_flops.py"
 
 
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
+rule summarise_controls:
+    input:
+        trials=rules.collect_controls.output.trials,
+        iterations=rules.collect_controls.output.iterations,
+    output:
+        controls=report(
+            f"{RESULTS}/stats/controls.csv",
+            caption="../report/captions/statistics.rst",
+            category="Tables",
+            subcategory="Shipping gate",
+        ),
+    log:
+        f"logs/{PLAN.run}/summarise_controls.log",
+    params:
+        seed=lookup(dpath="seed", within=config),
+        statistics=lookup(dpath="statistics", within=config),
+    script:
+        "../scripts/summarise_controls.py"
+
+
 # The gate a run passes before it ships (fwbench.analysis.gate): one version of what measures,
-# one processor kind, quiet trials, A/A controls, decided headline comparisons. The A/A controls
-# enter as input `controls` (stats/controls.csv) once the statistics write them.
+# one processor kind, quiet trials, A/A controls, decided headline comparisons.
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule check_gate:
     input:
+        unpack(get_controls_table),
         trials=rules.collect_tables.output.trials,
         comparisons=rules.summarise_results.output.comparisons,
     output:

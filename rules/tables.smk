@@ -18,6 +18,21 @@ rule collect_tables:
         "../scripts/collect_tables.py"
 
 
+# The A/A controls' trials, in tables of their own, so that no figure or analysis of the
+# sweep counts them (fwbench.analysis.controls reads them).
+# lint-ok software: host side, runs natively in the project environment (README, "Software").
+rule collect_controls:
+    input:
+        trials=get_control_results(),
+    output:
+        iterations=f"{RESULTS}/tables/control_iterations.parquet",
+        trials=f"{RESULTS}/tables/controls.parquet",
+    log:
+        f"logs/{PLAN.run}/collect_controls.log",
+    script:
+        "../scripts/collect_tables.py"
+
+
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule collect_profiles:
     input:

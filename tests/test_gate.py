@@ -30,7 +30,8 @@ def _comparisons(*verdicts: str, exploratory: bool = False) -> pd.DataFrame:
                           "exploratory": exploratory} for k, v in enumerate(verdicts, 1)])
 
 
-CONTROLS = pd.DataFrame([{"control": "lenet5 infer, PyTorch against itself", "passed": True}])
+CONTROLS = pd.DataFrame([{"control": "throughput/cpu/lenet5/infer-b4-aa-pytorch", "passed": True,
+                          "ratio": 1.004, "note": "passed: equivalent to 1 over 8 pairs"}])
 
 
 def _reasons(trials=None, comparisons=None, controls=CONTROLS, statistics=PLAN) -> list[str]:
@@ -101,11 +102,15 @@ def test_tables_from_before_the_column_derive_it_from_the_whole_machine():
 def test_a_run_needs_aa_controls_that_pass():
     [none] = _reasons(controls=None)
     assert none.startswith("A/A controls: no A/A controls")
-    failed = pd.DataFrame([{"control": "lenet5 train, TensorFlow against itself",
-                            "passed": False}, *CONTROLS.to_dict("records")])
+    failed = pd.DataFrame([{"control": "throughput/cpu/lenet5/train-b4-aa-tensorflow",
+                            "passed": False, "ratio": 1.0834,
+                            "note": "failed: the design found a difference between a cell and "
+                                    "itself (1.083, interval excluding 1), a false positive"},
+                           *CONTROLS.to_dict("records")])
     assert _reasons(controls=failed) == [
-        "A/A controls: The A/A control lenet5 train, TensorFlow against itself failed: it found "
-        "a difference between a framework and itself."]
+        "A/A controls: The A/A control throughput/cpu/lenet5/train-b4-aa-tensorflow failed "
+        "(ratio 1.083): the design found a difference between a cell and itself (1.083, "
+        "interval excluding 1), a false positive."]
 
 
 def test_each_undecided_or_exploratory_comparison_is_a_reason():

@@ -138,7 +138,7 @@ def arm_arrays(per_trial: pd.DataFrame, columns: list[str]):
 
 
 def compare_paired(d, *, family_size: int = 1, confidence: float = 0.95, rope: float = 0.05,
-                   seed: int = 0) -> dict:
+                   seed: int = 0, names=("pytorch_faster", "tensorflow_faster")) -> dict:
     """The primary comparison from the per-pair log ratios ``d`` (PyTorch over TensorFlow).
 
     ratio = exp(mean d); its interval the t interval of mean d at 1 - alpha/m (m =
@@ -146,7 +146,8 @@ def compare_paired(d, *, family_size: int = 1, confidence: float = 0.95, rope: f
     the 1 - 2 alpha/m interval (Schuirmann 1987). So across the family the chance of any false
     verdict, "faster" or "equivalent", is at most alpha. ``paired_p`` is the paired t test the
     interval inverts (``p_adjusted`` = min(1, m p) <= alpha exactly when it excludes 1); the
-    exact sign-flip test of the same d is its distribution-free check. Usage::
+    exact sign-flip test of the same d is its distribution-free check. ``names``: the verdicts
+    for a ratio below and above 1. Usage::
 
         compare_paired(np.log(pt_steps) - np.log(tf_steps), family_size=8)["verdict"]
     """
@@ -160,7 +161,7 @@ def compare_paired(d, *, family_size: int = 1, confidence: float = 0.95, rope: f
     bound = math.log1p(rope)
     tost = max(t_test(d, -bound, "greater")[1], t_test(d, bound, "less")[1])
     flip_p, flip_method = sign_flip_test(d, seed=seed)
-    decided, note = verdict(low, high, attained=d.size >= 2, rope=rope,
+    decided, note = verdict(low, high, attained=d.size >= 2, rope=rope, names=names,
                             equivalence=(eq_low, eq_high))
     return {
         "ratio": math.exp(ci.estimate) if np.isfinite(ci.estimate) else math.nan,

@@ -155,9 +155,13 @@ def aa_controls(controls: pd.DataFrame | None) -> tuple[bool, list[str]]:
                        "design's own false-positive rate is unknown."]
     failed = controls[~controls["passed"].astype(bool)]
     if len(failed):
-        return False, [f"The A/A control {name} failed: it found a difference between a "
-                       "framework and itself." for name in failed["control"]]
-    return True, [f"Every A/A control passed ({count(len(controls), 'control')})."]
+        return False, [f"The A/A control {name} failed (ratio {ratio:.3f}): "
+                       f"{note.removeprefix('failed: ')}."
+                       for name, ratio, note in zip(failed["control"], failed["ratio"],
+                                                    failed["note"])]
+    return True, [f"Every A/A control passed ({count(len(controls), 'control')}): "
+                  + "; ".join(f"{name} {ratio:.3f}" for name, ratio in
+                              zip(controls["control"], controls["ratio"])) + "."]
 
 
 def headline(comparisons: pd.DataFrame) -> tuple[bool, list[str]]:

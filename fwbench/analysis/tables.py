@@ -25,6 +25,8 @@ def _axes(result: dict) -> dict:
     row = {k: cell.get(k) for k in AXES}
     row.update({k: v for k, v in AXIS_DEFAULTS.items() if row[k] is None})
     row["input_shape"] = "x".join(map(str, cell["input_shape"]))
+    if cell.get("control"):  # an A/A control's slot: only its own tables have the column
+        row["control"] = cell["control"]
     return {"run": result["run"], "cell_id": result["cell_id"], "pair_id": result["pair_id"], **row}
 
 
@@ -293,5 +295,5 @@ def write_tables(tables: dict, outputs: dict) -> None:
     measurements and plain arithmetic on them (medians, differences of times), which gives the
     same bits on every machine; the statistics, which go through linear algebra, are the CSVs
     that round (fwbench.files.write_csv)."""
-    for name, frame in tables.items():
-        write_atomic(outputs[name], frame.to_parquet(index=False))
+    for name, path in outputs.items():  # those asked for (the A/A controls': two of them)
+        write_atomic(path, tables[name].to_parquet(index=False))

@@ -85,8 +85,9 @@ _CELL_CHECKS = {
                      "profile"), _TEXT),
     "batch_size": _integer(1), "input_shape": _integers, "num_classes": _integer(1),
     "strategy": _optional(_TEXT), "world_size": _integer(1), "optimizer": _optional(_TEXT),
+    "control": _TEXT,
 }
-_CELL_OPTIONAL = ("num_classes", "strategy", "world_size", "optimizer")
+_CELL_OPTIONAL = ("num_classes", "strategy", "world_size", "optimizer", "control")
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,10 @@ class Cell:
     world_size: int = 1
     # Real-data cells only (REAL_DATA): the optimizer trained with (fwbench.plan.models.OPTIMIZERS).
     optimizer: str | None = None
+    # A/A control cells only: the slot, "a" or "b", of a pair whose two sides are this same cell
+    # of one framework (config `controls`); the design's own check of false positives. "" for
+    # every other cell (not None: cells sort, and None does not compare with "a").
+    control: str = ""
 
     @property
     def shape_name(self) -> str:
@@ -54,12 +58,13 @@ class Cell:
         and the workflow's wildcard constraint (``name_pattern``) are both built from these."""
         return (self.phase, f"b{self.batch_size}", self.shape_name, self.precision, self.mode,
                 self.profile, f"{self.strategy}-w{self.world_size}" if self.strategy else "",
-                self.optimizer or "")
+                self.optimizer or "", f"aa-{self.control}" if self.control else "")
 
     @cached_property  # Snakemake asks for every trial's paths several times while planning
     def name(self) -> str:
         """The cell's folder name, e.g. ``train-b32-3x32x32-fp32-idiomatic-matched``, then
-        ``-multi_process-w2`` for a distributed cell or ``-adam`` for a real-data cell."""
+        ``-multi_process-w2`` for a distributed cell, ``-adam`` for a real-data cell or
+        ``-aa-a`` for slot a of an A/A control."""
         return "-".join(part for part in self.name_parts() if part)
 
     @cached_property
@@ -69,8 +74,17 @@ class Cell:
 
     @property
     def pair_id(self) -> str:
-        """The id without the framework: the two cells that share it are compared."""
+        """The id without the framework: the two cells that share it are compared. An A/A
+        control's two slots share the id without the slot, which keeps its framework."""
+        if self.control:
+            base = self.name.removesuffix(f"-aa-{self.control}")
+            return f"{self.experiment}/{self.device}/{self.model}/{base}-aa-{self.framework}"
         return f"{self.experiment}/{self.device}/{self.model}/{self.name}"
+
+    @property
+    def arm(self) -> str:
+        """The side of its pair the cell is on: the framework, or an A/A control's slot."""
+        return self.control or self.framework
 
     @property
     def framework_mode(self) -> str:
@@ -81,13 +95,14 @@ class Cell:
         return f"results/{run}/cells/{self.id}"
 
     def to_dict(self) -> dict:
-        """The cell as JSON; without ``optimizer`` when it has none, so that the settings of a
-        cell planned before that axis existed (a trial job's params) stay the same and Snakemake
-        reruns none of its trials."""
+        """The cell as JSON; without ``optimizer`` or ``control`` when it has none, so that the
+        settings of a cell planned before those fields existed (a trial job's params) stay the
+        same and Snakemake reruns none of its trials."""
         d = {name: getattr(self, name) for name in _CELL_FIELDS}  # asdict: 11x slower
         d["input_shape"] = list(self.input_shape)
-        if self.optimizer is None:
-            del d["optimizer"]
+        for optional in ("optimizer", "control"):
+            if not d[optional]:
+                del d[optional]
         return d
 
     @classmethod

@@ -112,12 +112,24 @@ def _check_cross_fields(config: dict) -> None:
             f"max ({config['warmup']['max']})."
         )
 
+    for k, selector in enumerate(config["controls"]):
+        if not _selects_a_cell(config, selector):
+            raise ConfigError(
+                f"config key 'controls[{k}]': {selector} selects no cell of the sweep; name "
+                "values the sweep has (its models, phases, frameworks, batch sizes, ...)."
+            )
+
     if config["warmup"]["max"] < SHORT_WARMUP:  # allowed for smoke runs, but said
         warnings.warn(
             f"config key 'warmup.max': {config['warmup']['max']} is below {SHORT_WARMUP}: a "
             "warm-up the calibration finds longer than that is cut there, and that cell's trials "
             "are then timed before their steady state (recorded with warmup_steady false).",
             ConfigWarning, stacklevel=2)
+
+
+def _selects_a_cell(config: dict, selector: dict) -> bool:
+    from fwbench.plan.sweep import selects, sweep_cells
+    return any(selects(selector, cell) for cell in sweep_cells(config))
 
 
 def check_threads(config: dict, cores: int, needed: int | None = None) -> None:

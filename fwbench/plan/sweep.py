@@ -5,7 +5,8 @@ the two frameworks for the same cell are interleaved A B B A A B …, with the f
 drawn per cell group from the seed, so the order of one group never depends on what else is in
 the sweep (adding a cell reruns nothing). Trial k of both frameworks is a pair: its second
 member waits for its first and outranks every other job (``priority``), so it runs right after;
-on a cluster the two are one job (``pair_group``).
+on a cluster the two are one job (``pair_group``). An A/A control (config `controls`) is such a
+group whose two sides are one cell of one framework, in slots a and b (``Cell.control``).
 Before a group's first trial, each of its cells that warms up runs a calibration trial, whose
 warm-up record (fwbench.measure.calibration) every trial of the cell reads; the group's first
 trial waits for all of them, so none runs between the members of a pair.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fwbench.plan.analysis_plan import plan_hash
 from fwbench.plan.cells import REAL_DATA, Cell, Trial, name_pattern, one_of
@@ -42,14 +43,15 @@ class Plan:
     def from_config(cls, config: dict) -> Plan:
         plan = cls(config)
         groups: dict[str, list[Cell]] = {}
-        for cell in dict.fromkeys([*_cells(config), *_ablation_cells(config)]):
+        for cell in dict.fromkeys([*sweep_cells(config), *_ablation_cells(config),
+                                   *_control_cells(config)]):
             groups.setdefault(cell.pair_id, []).append(cell)
         # Cell groups in a seeded random order, so heat does not build up along an axis (the
         # batch sizes of a power figure); within each group the frameworks alternate.
         order = sorted(groups)
         random.Random(config["seed"]).shuffle(order)
         for pair_id in order:
-            plan._groups[pair_id] = sorted(groups[pair_id], key=lambda c: c.framework)
+            plan._groups[pair_id] = sorted(groups[pair_id], key=lambda c: c.arm)
             plan._group_start[pair_id] = len(plan.trials)
             group = [Trial(cell, index, len(plan.trials) + k) for k, (cell, index)
                      in enumerate(_interleave(groups[pair_id], config["trials"], config["seed"],
@@ -77,8 +79,11 @@ class Plan:
     def cells(self) -> list[Cell]:
         return sorted({t.cell for t in self.trials})
 
-    def trial_paths(self, suffix: str = "json") -> list[str]:
-        return [t.path(self.run, suffix) for t in self.trials]
+    def trial_paths(self, suffix: str = "json", *, controls: bool | None = None) -> list[str]:
+        """Every trial's path; with ``controls``, only the A/A controls' (True) or only the
+        others' (False)."""
+        return [t.path(self.run, suffix) for t in self.trials
+                if controls is None or bool(t.cell.control) == controls]
 
     def trial(self, path: str) -> Trial:
         try:
@@ -211,7 +216,8 @@ class Plan:
         return self.config["threads"] * trial.cell.world_size
 
 
-def _cells(config: dict):
+def sweep_cells(config: dict):
+    """The sweep's cells: every combination of the config's axes."""
     distributed = [(None, 1)]
     if config["experiment"] == "distributed":
         d = config["distributed"]
@@ -244,14 +250,28 @@ def _ablation_cells(config: dict):
     from fwbench.plan.ablation import EXPERIMENT, ablation_points
     for device in config["devices"]:
         for point in ablation_points(config["ablation"], device):
-            yield from _cells({**config, "experiment": EXPERIMENT, "devices": [device],
-                               "profiles": [point.profile], "modes": [point.mode],
-                               "precisions": [point.precision]})
+            yield from sweep_cells({**config, "experiment": EXPERIMENT, "devices": [device],
+                                    "profiles": [point.profile], "modes": [point.mode],
+                                    "precisions": [point.precision]})
+
+
+def _control_cells(config: dict):
+    """The A/A controls' cells: each sweep cell a `controls` entry selects, in slots a and b
+    of one pair."""
+    for cell in sweep_cells(config):
+        if any(selects(selector, cell) for selector in config["controls"]):
+            yield from (replace(cell, control=slot) for slot in ("a", "b"))
+
+
+def selects(selector: dict, cell: Cell) -> bool:
+    """Whether the cell has every value a `controls` entry names."""
+    return all((list(cell.input_shape) if key == "input_shape" else getattr(cell, key)) == value
+               for key, value in selector.items())
 
 
 def _interleave(cells: list[Cell], trials: int, seed: int, group: str):
     """Yield (cell, trial index) as A B B A A B …; never more than two of one side in a row."""
-    cells = sorted(cells, key=lambda c: c.framework)
+    cells = sorted(cells, key=lambda c: c.arm)
     digest = hashlib.sha256(f"{seed}/{group}".encode()).digest()
     if digest[0] % 2:
         cells.reverse()

@@ -58,6 +58,8 @@ class Inputs:
     # The shipping gate's verdict (fwbench.analysis.gate, stats/gate.csv): a run that failed it
     # is preliminary; empty when not passed.
     gate: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # The A/A controls (fwbench.analysis.controls, stats/controls.csv); empty without any.
+    controls: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def load_inputs(inputs: dict, statistics: dict | None = None) -> Inputs:
@@ -77,7 +79,8 @@ def load_inputs(inputs: dict, statistics: dict | None = None) -> Inputs:
     frames["comparisons"] = _with_unmeasured_pairs(frames["comparisons"], pairs)
     for name in ("ablation", "gaps", "profiles", "scaling", "strategies", "flops",
                  "telemetry_trace", "epochs", "confusion", "memory", "memory_comparisons",
-                 "latency", "sensitivity", "quality", "plan", "gate"):  # optional, e.g. no ablation
+                 "latency", "sensitivity", "quality", "plan", "gate",
+                 "controls"):  # optional, e.g. no ablation
         if inputs.get(name) is not None:
             frames[name], problem = _read_table(inputs[name], name)
             if problem:

@@ -22,6 +22,7 @@ def context(numbering: tables.Numbering, data: Inputs, failures: dict) -> dict:
     """The results' tables in document order; ``failures``: pair id -> why it is incomplete."""
     peaks = data.flops.get("peak_flops", [])
     return {"comparisons": comparison_table(numbering, data, failures),
+            "controls": control_table(numbering, data),
             "cells": cell_table(numbering, data, failures),
             "failed_pairs": (f"The {wording.count(len(failures), 'pair')} whose trials failed "
                              "are kept and marked as not measured, with the reason."
@@ -110,6 +111,35 @@ def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) 
                         rows, notes, f"No comparison: {why}.",
                         classes=[""] * len(axes) + ["num", "num"] + ([""] if per_row_method else [])
                         + ["num", "num", "", ""])
+
+
+def control_table(numbering: tables.Numbering, data: Inputs) -> dict:
+    """The A/A controls (stats/controls.csv): the run's own check of false positives, each
+    control's ratio of a cell to itself with its interval and whether it passed."""
+    rows = [[f"{r.framework} {r.model} {r.phase}, batch {r.batch_size}",
+             f"{int(r.n_pairs)}", formatting.fmt(r.ratio, "ratio"),
+             f"{formatting.fmt(r.ratio_ci_low, 'ratio')} to "
+             f"{formatting.fmt(r.ratio_ci_high, 'ratio')}",
+             f"{formatting.fmt(r.equivalence_ci_low, 'ratio')} to "
+             f"{formatting.fmt(r.equivalence_ci_high, 'ratio')}",
+             "passed" if _true(r.passed) else "failed", str(r.note)]
+            for r in data.controls.itertuples()]
+    level = (wording.percent(float(data.controls["ratio_ci_level"].iloc[0]))
+             if len(data.controls) else "")
+    caption = ("A/A controls: one cell of one framework in both slots of a pair, measured and "
+               "analysed as a comparison is (slot a over slot b), in a family of their own. A "
+               "control passes when its ratio is equivalent to 1 within the plan's margin; one "
+               f"that fails marks the run preliminary. Interval at {level}; equivalence read "
+               "from the TOST interval beside it.")
+    return tables.table(numbering, "controls", caption,
+                        ["Control", "Pairs", "Ratio", "Interval", "Equivalence interval",
+                         "Result", "Note"], rows, formatting.Notes(),
+                        "The run has no A/A controls.",
+                        classes=["", "num", "num", "num", "num", "", ""])
+
+
+def _true(value) -> bool:
+    return str(value).strip().lower() in ("true", "1")
 
 
 def _family_level_sentence(level, joint: float) -> str:
