@@ -1,0 +1,111 @@
+"""A/A controls (config `controls`, fwbench.analysis.controls): the plan runs a selected cell in
+both slots of a pair of its own, their trials stay out of the sweep's tables, the analysis
+passes a control whose slots are alike and fails one whose slots differ, and a tiny workflow
+with controls writes stats/controls.csv, gates on it and shows it in its report."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from fwbench.analysis.controls import control_comparisons
+from fwbench.errors import ConfigError
+from fwbench.plan.config import validate
+from fwbench.plan.sweep import Plan
+from tests.conftest import snakemake
+
+
+def _plan(tiny_config, **changes) -> Plan:
+    return Plan.from_config(validate({**tiny_config, "trials": 4, **changes}))
+
+
+def test_a_control_is_the_cell_in_both_slots_of_a_pair_of_its_own(tiny_config):
+    plan = _plan(tiny_config, controls=[{"framework": "pytorch"}])
+    controls = [t for t in plan.trials if t.cell.control]
+    assert {t.cell.framework for t in controls} == {"pytorch"}
+    assert {t.cell.name for t in controls} == {"infer-b2-1x28x28-fp32-idiomatic-matched-aa-a",
+                                               "infer-b2-1x28x28-fp32-idiomatic-matched-aa-b"}
+    assert {t.cell.pair_id for t in controls} == {
+        "throughput/cpu/lenet5/infer-b2-1x28x28-fp32-idiomatic-matched-aa-pytorch"}
+    # interleaved as a real pair: trial k of slot a and of slot b run one right after the other
+    for k in range(1, 5):
+        first, second = [t for t in controls if t.index == k]
+        assert second.position == first.position + 1 and plan.partner_before(second) == first
+    # the sweep's own trials are those of a run without controls, and the controls come apart
+    assert len(plan.trial_paths(controls=False)) == len(_plan(tiny_config).trials) == 8
+    assert len(plan.trial_paths(controls=True)) == 8
+    assert all("-aa-" in p for p in plan.trial_paths(controls=True))
+
+
+def test_a_cell_without_a_control_keeps_its_settings(tiny_config):
+    """Adding the field reruns no trial of a run planned before it: a cell's settings (a trial
+    job's params) do not name it."""
+    plan = _plan(tiny_config)
+    assert all("control" not in plan.trial_settings(t)["cell"] for t in plan.trials)
+
+
+@pytest.mark.parametrize("selector", [{"model": "resnet18"}, {"phase": "train"},
+                                      {"model": "lenet5", "input_shape": [3, 32, 32]}])
+def test_a_control_that_selects_no_cell_is_refused(tiny_config, selector):
+    with pytest.raises(ConfigError, match=r"controls\[0\].*selects no cell of the sweep"):
+        validate({**tiny_config, "controls": [selector]})
+
+
+def _control_tables(slot_b_factor: float, pairs: int = 10, sd: float = 0.01, seed: int = 1):
+    """Trials and iterations tables of one PyTorch control, its slots' times drawn around 1 ms
+    with a shared per-pair level (the pairing's point), a trial's own level of SD ``sd`` (log
+    scale) and slot b's scaled by the factor."""
+    rng = np.random.default_rng(seed)
+    trials, iterations = [], []
+    for k in range(1, pairs + 1):
+        level = rng.normal(0, 0.05)
+        for slot, factor in (("a", 1.0), ("b", slot_b_factor)):
+            cell_id = f"throughput/cpu/pytorch/lenet5/infer-b2-aa-{slot}"
+            head = {"run": "r", "cell_id": cell_id,
+                    "pair_id": "throughput/cpu/lenet5/infer-b2-aa-pytorch", "experiment":
+                    "throughput", "device": "cpu", "framework": "pytorch", "model": "lenet5",
+                    "phase": "infer", "batch_size": 2, "input_shape": "1x28x28",
+                    "precision": "fp32", "mode": "idiomatic", "profile": "matched",
+                    "strategy": "none", "world_size": 1, "optimizer": "none", "trial": k}
+            times = 1e6 * factor * np.exp(level + rng.normal(0, sd) + rng.normal(0, 0.01, 20))
+            trials.append({**head, "control": slot, "status": "ok",
+                           "median_ns": float(np.median(times)),
+                           "steady_state_class": "flat"})
+            iterations += [{**head, "iteration": i, "time_ns": t} for i, t in enumerate(times)]
+    return pd.DataFrame(trials), pd.DataFrame(iterations)
+
+
+def test_a_control_whose_slots_are_alike_passes_and_one_whose_slots_differ_fails():
+    [alike] = control_comparisons(*_control_tables(1.0)).to_dict("records")
+    assert alike["passed"] and alike["verdict"] == "equivalent" and alike["covers_1"]
+    assert alike["n_pairs"] == 10 and abs(alike["ratio"] - 1) < 0.02
+    [slower] = control_comparisons(*_control_tables(1.10)).to_dict("records")
+    assert not slower["passed"] and slower["verdict"] == "a_faster"
+    assert slower["note"].startswith("failed: the design found a difference")
+    [noisy] = control_comparisons(*_control_tables(1.0, pairs=3, sd=0.2)).to_dict("records")
+    assert not noisy["passed"] and noisy["verdict"] == "inconclusive"
+    assert "3 pairs, fewer than the 7" in noisy["note"]
+
+
+@pytest.mark.slow
+def test_a_run_with_controls_measures_analyses_gates_and_reports_them(tmp_path, tiny_config):
+    config = {**tiny_config, "trials": 2, "controls": [{"framework": "tensorflow"}]}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    done = snakemake(tmp_path, "--cores", "1", "--configfile", "config.yaml")
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = tmp_path / "results" / "tiny"
+    [control] = pd.read_csv(run / "stats" / "controls.csv").to_dict("records")
+    assert control["framework"] == "tensorflow" and control["n_pairs"] == 2
+    assert not control["passed"]                      # 2 pairs cannot show equivalence
+    assert len(pd.read_parquet(run / "tables" / "controls.parquet")) == 4
+    trials = pd.read_parquet(run / "tables" / "trials.parquet")
+    assert len(trials) == 4 and not trials["cell_id"].str.contains("-aa-").any()
+    comparisons = pd.read_csv(run / "stats" / "comparisons.csv")
+    assert not comparisons["pair_id"].str.contains("-aa-").any()
+    gate = pd.read_csv(run / "stats" / "gate.csv")
+    [reason] = gate[gate["check"] == "A/A controls"]["reason"]
+    assert reason.startswith("The A/A control throughput/cpu/lenet5/") and "failed" in reason
+    html = (run / "report" / "report.html").read_text()
+    assert "A/A controls: one cell of one framework in both slots" in html
