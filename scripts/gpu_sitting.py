@@ -83,6 +83,7 @@ def sitting_config(device: str = "cuda", trials: int = 4, models: list[str] | No
     chosen = {name: spec for name, spec in reference["models"].items()
               if not models or name in models}
     return validate({**reference, "run": RUN, "frameworks": ["pytorch"], "devices": [device],
+                     "controls": [],   # the sitting runs its own A/A control (step 4)
                      "trials": trials, "models": chosen})
 
 

@@ -23,8 +23,9 @@ CPU_CORES = 2  # the development machine the CPU presets are sized for
 
 
 def readme_presets() -> dict[str, dict]:
-    """README.md's table of presets, by config path: its trials, the calibration trials it
-    counts beside them ("72 (and 8 calibrations)"; None when it names none) and its command."""
+    """README.md's table of presets, by config path: its trials, its A/A controls' trials, the
+    calibration trials it counts beside them ("72 + 32 A/A (and 12 calibrations)"; None when
+    it names none) and its command."""
     text = (REPO / "README.md").read_text()
     section = re.search(r"^## Presets[^\n]*\n(.*?)(?=^## )", text, re.MULTILINE | re.DOTALL)
     assert section, "README.md has no '## Presets' section"
@@ -33,10 +34,12 @@ def readme_presets() -> dict[str, dict]:
     for row in rows:
         cells = [cell.strip() for cell in row.strip("|").split("|")]
         path, trials, command = cells[0].strip("`"), cells[4], cells[-1].strip("`")
-        counts = re.fullmatch(r"([\d,]+)(?: \(and ([\d,]+) calibrations\))?", trials)
+        counts = re.fullmatch(r"([\d,]+) \+ ([\d,]+) A/A(?: \(and ([\d,]+) calibrations\))?",
+                              trials)
         assert counts, f"README.md's trials for {path} read {trials!r}"
-        table[path] = {"trials": int(counts.group(1).replace(",", "")), "command": command,
-                       "calibrations": counts.group(2) and int(counts.group(2).replace(",", ""))}
+        number = [int(g.replace(",", "")) if g else None for g in counts.groups()]
+        table[path] = {"trials": number[0], "controls": number[1], "calibrations": number[2],
+                       "command": command}
     return table
 
 
@@ -74,7 +77,8 @@ def test_the_readme_table_names_every_preset_and_the_default():
 def test_the_readme_table_gives_each_plans_trials():
     for path, row in readme_presets().items():
         plan = _plan(REPO / path)
-        assert row["trials"] == len(plan.trials), path
+        assert row["trials"] == len(plan.trial_paths(controls=False)), path
+        assert row["controls"] == len(plan.trial_paths(controls=True)), path
         if row["calibrations"] is not None:
             assert row["calibrations"] == sum(map(plan.calibrates, plan.cells())), path
 
