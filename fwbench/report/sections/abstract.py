@@ -18,16 +18,18 @@ def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures:
         f"{wording.join(facts['phases']) or 'no phase'}; "
         f"batch sizes {', '.join(facts['batch_sizes'])}"
         f") of {versions} on {wording.join(facts['devices']) or 'no device'}, "
-        f"in {facts['n_trials']} fresh-process trials of which {facts['n_ok']} ended ok.")
+        f"in {facts['n_trials']} fresh-process trials of which {facts['n_ok']} ended ok."
+        + _processor_clause(data.trials))
     comparisons = data.comparisons
     if "ratio" in comparisons and comparisons["ratio"].notna().any():
         rated = comparisons[comparisons["ratio"].notna()]
         kinds = [wording.outcome(r) for _, r in rated.iterrows()]
         low, high = rated.loc[rated["ratio"].idxmin()], rated.loc[rated["ratio"].idxmax()]
+        spread = (f"was {wording.ratio(low['ratio'])} ({_pair_name(low)})" if len(rated) == 1
+                  else f"ranged from {wording.ratio(low['ratio'])} ({_pair_name(low)}) to "
+                  f"{wording.ratio(high['ratio'])} ({_pair_name(high)})")
         out.append(
-            "PyTorch's time divided by TensorFlow's ranged from "
-            f"{wording.ratio(low['ratio'])} ({_pair_name(low)}) to "
-            f"{wording.ratio(high['ratio'])} ({_pair_name(high)}). PyTorch was faster in "
+            f"PyTorch's time divided by TensorFlow's {spread}. PyTorch was faster in "
             f"{kinds.count('pytorch_faster')} of {len(kinds)} matched pairs, "
             f"TensorFlow in {kinds.count('tensorflow_faster')}; "
             f"{kinds.count('equivalent')} were equivalent and "
@@ -35,6 +37,8 @@ def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures:
             + _exploratory_clause(rated) + "." + _family_clause(rated))
     else:
         out.append("No matched pair produced a PyTorch/TensorFlow ratio in this run.")
+    if len(data.controls):
+        out.append(_controls_sentence(data.controls))
     if claims["preliminary"]:
         out.append(f"This run is preliminary (it failed the gate a run passes before it ships, "
                    f"above), so its verdicts on the {sum(counts.values())} quantitative claims "
@@ -55,13 +59,39 @@ def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures:
     return out
 
 
+def _processor_clause(trials: pd.DataFrame) -> str:
+    """The processor kind the verdicts hold for: the same config has read the other way on
+    another kind (docs/statistics.md), so a verdict is stated for the one that produced it."""
+    kinds = wording.unique(trials, "cpu_kind")
+    if len(kinds) == 1:
+        return (f" Every trial ran on one kind of processor ({kinds[0]}); the verdicts below "
+                "hold for that kind, and another can read them differently.")
+    if kinds:
+        return f" The trials ran on {len(kinds)} kinds of processor: {wording.join(kinds)}."
+    return (" The trials did not record their processor's kind, so the verdicts below cannot "
+            "be scoped to one.")
+
+
+def _controls_sentence(controls: pd.DataFrame) -> str:
+    """The run's own check of false positives: each A/A control's ratio and whether it passed."""
+    passed = controls["passed"].astype(str).str.lower().isin(["true", "1"])
+    each = wording.join(f"{r.framework} {r.model} {r.phase} {wording.ratio(r.ratio)}"
+                        for r in controls.itertuples())
+    if passed.all():
+        return (f"Its A/A controls, a cell of each framework compared with itself, read {each}: "
+                "each equivalent to 1, so the design found no difference where there is none.")
+    return (f"Its A/A controls, a cell of each framework compared with itself, read {each}; "
+            f"{int((~passed).sum())} of {len(controls)} did not show equivalence to 1, so the "
+            "design's own false-positive rate is not shown to be controlled.")
+
+
 def _family_clause(rated: pd.DataFrame) -> str:
     """The family the run's error rate covers: what it claims."""
     families, sizes = wording.unique(rated, "family"), wording.unique(rated, "family_size")
     if not families or not sizes:
         return ""
     return (f" One error rate covers each family of comparisons ("
-            f"{wording.join(families)}: {wording.join(sizes)} comparisons).")
+            f"{wording.join(families)}: {wording.count(wording.join(sizes), 'comparison')}).")
 
 
 def _exploratory_clause(rated: pd.DataFrame) -> str:
