@@ -78,8 +78,12 @@ def get_control_results():
 
 
 def get_controls_table(wildcards):
-    """stats/controls.csv for the shipping gate, where the run has A/A controls."""
-    return {"controls": f"{RESULTS}/stats/controls.csv"} if config["controls"] else {}
+    """stats/controls.csv for the shipping gate and the report, and the controls' trials for
+    the gate's checks of every trial, where the run has A/A controls."""
+    if not config["controls"]:
+        return {}
+    return {"controls": f"{RESULTS}/stats/controls.csv",
+            "control_trials": f"{RESULTS}/tables/controls.parquet"}
 
 
 def get_profiles():
