@@ -55,6 +55,20 @@ def test_one_hash_of_what_measures_may_span_commits_and_two_hashes_fail():
     assert "1111111111111111: 3 trials" in reason and "2222222222222222: 1 trial" in reason
 
 
+def test_in_containers_each_framework_has_one_hash_its_image_in_it():
+    """Each framework runs in its own image, whose digest the hash holds: a container run's two
+    frameworks never share a hash, and one hash per framework is one version of what measures."""
+    images = {"image_digest": "sha256:" + "d" * 64,
+              "framework": ["pytorch", "tensorflow", "pytorch", "tensorflow"]}
+    assert _reasons(_trials(measuring_code=["1" * 16, "2" * 16, "1" * 16, "2" * 16],
+                            **images)) == []
+    [reason] = _reasons(_trials(measuring_code=["1" * 16, "2" * 16, "3" * 16, "2" * 16],
+                                **images))
+    assert reason == ("one measuring code: A framework's trials recorded several hashes of what "
+                      "measures (pytorch: 1111111111111111, 3333333333333333): different code "
+                      "or images measured them.")
+
+
 def test_trials_without_the_hash_fall_back_to_one_clean_commit():
     assert _reasons(_trials(measuring_code=None)) == []
     [mixed] = _reasons(_trials(measuring_code=None, git_commit=["a" * 40] * 3 + ["b" * 40]))

@@ -62,6 +62,16 @@ def measuring_code(trials: pd.DataFrame) -> tuple[bool, list[str]]:
     """One hash of what measures in every trial; trials from before it was kept fall back to
     their commit, which stands for the code only when one clean commit measured them all."""
     codes = _column(trials, "measuring_code")
+    if len(trials) and codes.notna().all() and _column(trials, "image_digest").notna().all():
+        # In containers each framework runs in its own image by design, and the hash holds the
+        # image's digest: one hash per framework is one version of what measures.
+        per = codes.groupby(trials["framework"]).unique()
+        if all(len(hashes) == 1 for hashes in per):
+            return True, ["Each framework's trials recorded one hash of what measures, its image "
+                          "in it (" + join(f"{f} {h[0]}" for f, h in per.items()) + ")."]
+        return False, ["A framework's trials recorded several hashes of what measures ("
+                       + join(f"{f}: {', '.join(h)}" for f, h in per.items() if len(h) > 1)
+                       + "): different code or images measured them."]
     if len(trials) and codes.notna().all():
         kinds = codes.value_counts().sort_index()
         if len(kinds) == 1:
