@@ -230,8 +230,12 @@ def build_one(framework: str, args, base_id: str, out: Path) -> dict:
         partial.replace(file)
     else:
         tool = PODMAN if args.engine == "podman" else ["docker"]
-        extra = ["--timestamp", str(epoch), *PODMAN_LIMITS] if args.engine == "podman" else []
-        extra += ["--no-cache"] if args.no_cache else []
+        # Podman's layer cache ignores --timestamp: a COPY layer cached by a build of another
+        # commit keeps that commit's file times, and the image another ID (two clones here gave
+        # two IDs for one content). So a Podman build runs every step, and its ID is its content's.
+        extra = ["--timestamp", str(epoch), *PODMAN_LIMITS, "--no-cache"] \
+            if args.engine == "podman" else []
+        extra += ["--no-cache"] if args.no_cache and args.engine != "podman" else []
         run([*tool, "build", *network, *extra, *flags, "--file", f"{framework}/Dockerfile",
              "--tag", tag, "."], cwd=HERE)
         digest = image_id(tool, tag)
@@ -283,7 +287,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "build",
                         help="where images and their lock go (default containers/build/)")
     parser.add_argument("--no-cache", action="store_true",
-                        help="build every step again (Podman/Docker): to check reproducibility")
+                        help="build every step again (Docker; Podman always does): to check "
+                        "reproducibility")
     parser.add_argument("--push", action="store_true",
                         help="then push as containers/images.lock names it (Podman/Docker)")
     args = parser.parse_args(argv)

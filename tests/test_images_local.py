@@ -213,6 +213,7 @@ def test_make_images_builds_with_podman_from_the_recipe_and_locks_the_image_id(t
     assert build[build.index("--file") + 1] == "tensorflow/Dockerfile"
     assert "--timestamp" in build and args["SOURCE_DATE_EPOCH"] == build[
         build.index("--timestamp") + 1]
+    assert "--no-cache" in build     # Podman's cache would keep another commit's file times
     entry = images.load_lock(out / "images.lock")["images"]["tensorflow"]
     assert entry["digest"] == IMAGE_ID and entry["engine"] == "podman"
     assert entry["package"] == "tensorflow-cpu" and entry["version"] == "2.21.0"

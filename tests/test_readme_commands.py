@@ -124,8 +124,9 @@ def test_the_tables_commands_run_on_a_shipped_run_and_change_no_trial_file(check
 
     assert _digests(cells) == before
     assert not (checkout / "results" / f"{RUN}-2").exists()    # dry runs write nothing
-    for readme in ("fwbench run --preset <paper>",
-                   "fwbench run --configfile results/<run>/config.yaml"):
+    # the preset's 28 trials and the 28 of its A/A controls; the shipped run's config has none
+    for readme, trials in (("fwbench run --preset <paper>", 56),
+                           ("fwbench run --configfile results/<run>/config.yaml", 28)):
         proc = done[readme]
         first, last = proc.stderr.splitlines()[0], proc.stderr.splitlines()[-1]
         assert first.startswith(f"fwbench run: would write results/{RUN}-2/ (results/{RUN}/ "
@@ -133,7 +134,7 @@ def test_the_tables_commands_run_on_a_shipped_run_and_change_no_trial_file(check
         assert last == f"fwbench run: dry run, nothing written; a run would write results/{RUN}-2/"
         outputs = re.findall(r"^\s+output: (.*)$", proc.stdout, re.M)
         assert outputs and not [o for o in outputs if f"results/{RUN}/" in o]   # none into it
-        assert re.search(r"^run_trial\s+28$", proc.stdout, re.M), proc.stdout[-2000:]
+        assert re.search(rf"^run_trial\s+{trials}$", proc.stdout, re.M), proc.stdout[-2000:]
     default = done["fwbench run"].stderr.splitlines()
     assert default[0] == "fwbench run: would write results/default/"
     assert "fwbench doctor: " in done["fwbench run"].stderr
