@@ -82,8 +82,10 @@ def get_controls_table(wildcards):
     the gate's checks of every trial, where the run has A/A controls."""
     if not config["controls"]:
         return {}
-    return {"controls": f"{RESULTS}/stats/controls.csv",
-            "control_trials": f"{RESULTS}/tables/controls.parquet"}
+    return {
+        "controls": f"{RESULTS}/stats/controls.csv",
+        "control_trials": f"{RESULTS}/tables/controls.parquet",
+    }
 
 
 def get_profiles():
