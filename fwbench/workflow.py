@@ -46,12 +46,13 @@ def stale_locks(directory: str | os.PathLike = ".") -> bool:
 
 # The rules that read cell files and write tables, statistics, audit and report: rebuilding a
 # run allows only these, so a missing cell file is an error rather than a new measurement.
-HOST_RULES = ("collect_tables", "collect_profiles", "collect_telemetry_trace", "audit_versions",
-              "summarise_results", "summarise_ablation", "summarise_distributed",
-              "summarise_flops", "check_gate", "build_report", "all")
+HOST_RULES = ("collect_tables", "collect_controls", "collect_profiles",
+              "collect_telemetry_trace", "audit_versions", "summarise_results",
+              "summarise_ablation", "summarise_distributed", "summarise_flops",
+              "summarise_controls", "check_gate", "build_report", "all")
 # The first host steps; everything after them reruns because its inputs are then newer.
-COLLECT_RULES = ("collect_tables", "collect_profiles", "collect_telemetry_trace",
-                 "audit_versions")
+COLLECT_RULES = ("collect_tables", "collect_controls", "collect_profiles",
+                 "collect_telemetry_trace", "audit_versions")
 
 
 def own_python_first(environ) -> None:

@@ -15,6 +15,7 @@ from fwbench.errors import ConfigError
 from fwbench.plan.config import validate
 from fwbench.plan.sweep import Plan
 from tests.conftest import snakemake
+from tests.reference_runs import rebuild
 
 
 def _plan(tiny_config, **changes) -> Plan:
@@ -90,7 +91,7 @@ def test_a_control_whose_slots_are_alike_passes_and_one_whose_slots_differ_fails
 
 
 @pytest.mark.slow
-def test_a_run_with_controls_measures_analyses_gates_and_reports_them(tmp_path, tiny_config):
+def test_a_run_with_controls_measures_gates_reports_and_rebuilds_them(tmp_path, tiny_config):
     config = {**tiny_config, "trials": 2, "controls": [{"framework": "tensorflow"}]}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     done = snakemake(tmp_path, "--cores", "1", "--configfile", "config.yaml")
@@ -109,3 +110,8 @@ def test_a_run_with_controls_measures_analyses_gates_and_reports_them(tmp_path, 
     assert reason.startswith("The A/A control throughput/cpu/lenet5/") and "failed" in reason
     html = (run / "report" / "report.html").read_text()
     assert "A/A controls: one cell of one framework in both slots" in html
+    # `fwbench rebuild` remakes them from the cell files alone, to the same bytes
+    written = (run / "stats" / "controls.csv").read_bytes()
+    done = rebuild(run)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (run / "stats" / "controls.csv").read_bytes() == written

@@ -75,7 +75,7 @@ def _processor_clause(trials: pd.DataFrame) -> str:
 def _controls_sentence(controls: pd.DataFrame) -> str:
     """The run's own check of false positives: each A/A control's ratio and whether it passed."""
     passed = controls["passed"].astype(str).str.lower().isin(["true", "1"])
-    each = wording.join(f"{r.framework} {r.model} {r.phase} {wording.ratio(r.ratio)}"
+    each = wording.join(f"{wording.label(r.framework)} {r.model} {r.phase} {wording.ratio(r.ratio)}"
                         for r in controls.itertuples())
     if passed.all():
         return (f"Its A/A controls, a cell of each framework compared with itself, read {each}: "

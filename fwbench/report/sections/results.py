@@ -116,12 +116,10 @@ def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) 
 def control_table(numbering: tables.Numbering, data: Inputs) -> dict:
     """The A/A controls (stats/controls.csv): the run's own check of false positives, each
     control's ratio of a cell to itself with its interval and whether it passed."""
-    rows = [[f"{r.framework} {r.model} {r.phase}, batch {r.batch_size}",
+    rows = [[f"{wording.label(r.framework)} {r.model} {r.phase}, batch {r.batch_size}",
              f"{int(r.n_pairs)}", formatting.fmt(r.ratio, "ratio"),
-             f"{formatting.fmt(r.ratio_ci_low, 'ratio')} to "
-             f"{formatting.fmt(r.ratio_ci_high, 'ratio')}",
-             f"{formatting.fmt(r.equivalence_ci_low, 'ratio')} to "
-             f"{formatting.fmt(r.equivalence_ci_high, 'ratio')}",
+             formatting.fmt_interval(r.ratio_ci_low, r.ratio_ci_high),
+             formatting.fmt_interval(r.equivalence_ci_low, r.equivalence_ci_high),
              "passed" if _true(r.passed) else "failed", str(r.note)]
             for r in data.controls.itertuples()]
     level = (wording.percent(float(data.controls["ratio_ci_level"].iloc[0]))
