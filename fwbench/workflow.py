@@ -50,9 +50,11 @@ HOST_RULES = ("collect_tables", "collect_controls", "collect_profiles",
               "collect_telemetry_trace", "audit_versions", "summarise_results",
               "summarise_ablation", "summarise_distributed", "summarise_flops",
               "summarise_controls", "check_gate", "build_report", "all")
-# The first host steps; everything after them reruns because its inputs are then newer.
-COLLECT_RULES = ("collect_tables", "collect_controls", "collect_profiles",
-                 "collect_telemetry_trace", "audit_versions")
+# The first host steps; everything after them reruns because its inputs are then newer. The
+# A/A controls' collection joins them only in a run that has controls: --forcerun runs a rule
+# even where nothing asks for its output.
+COLLECT_RULES = ("collect_tables", "collect_profiles", "collect_telemetry_trace",
+                 "audit_versions")
 
 
 def own_python_first(environ) -> None:
@@ -163,18 +165,19 @@ def rebuild_arguments(run_dir: str | os.PathLike, snakefile: str | os.PathLike) 
         raise FwbenchError(
             f"{run_dir / RUN_CONFIG} is missing: a run saves the config it measured with when "
             "it starts, and rebuilds from it; copy that config there (its `run` may differ)")
+    saved = yaml.safe_load((run_dir / RUN_CONFIG).read_text()) or {}
+    collect = [*COLLECT_RULES, *(["collect_controls"] if saved.get("controls") else [])]
     return ["--snakefile", str(snakefile), "--directory", str(run_dir.parent.parent),
-            "--cores", str(_trial_cores(run_dir / RUN_CONFIG)),
+            "--cores", str(_trial_cores(saved)),
             "--configfile", str(run_dir / RUN_CONFIG), "--replace-workflow-config",
-            "--config", f"run={run_dir.name}", "--forcerun", *COLLECT_RULES,
+            "--config", f"run={run_dir.name}", "--forcerun", *collect,
             "--allowed-rules", *HOST_RULES]
 
 
-def _trial_cores(run_config: Path) -> int:
+def _trial_cores(config: dict) -> int:
     """The most cores a trial of the run took (threads per process, times the processes of a
     distributed cell, as fwbench.plan.sweep.Plan.threads counts them): the workflow refuses to
     plan trials on fewer, though a rebuild runs none."""
-    config = yaml.safe_load(run_config.read_text()) or {}
     processes = [1]
     if config.get("experiment") == "distributed":
         processes = config.get("distributed", {}).get("world_sizes") or processes
