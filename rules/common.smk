@@ -78,12 +78,16 @@ def get_control_results():
 
 
 def get_controls_table(wildcards):
-    """stats/controls.csv for the shipping gate and the report, and the controls' trials for
-    the gate's checks of every trial, where the run has A/A controls."""
+    """stats/controls.csv, for the report, where the run has A/A controls."""
+    return {"controls": f"{RESULTS}/stats/controls.csv"} if config["controls"] else {}
+
+
+def get_gate_controls(wildcards):
+    """The A/A controls and their trials, for the gate's checks of every trial."""
     if not config["controls"]:
         return {}
     return {
-        "controls": f"{RESULTS}/stats/controls.csv",
+        **get_controls_table(wildcards),
         "control_trials": f"{RESULTS}/tables/controls.parquet",
     }
 

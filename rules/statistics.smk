@@ -173,7 +173,7 @@ rule summarise_controls:
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule check_gate:
     input:
-        unpack(get_controls_table),
+        unpack(get_gate_controls),
         trials=rules.collect_tables.output.trials,
         comparisons=rules.summarise_results.output.comparisons,
     output:

@@ -66,6 +66,14 @@ def control_comparisons(trials: pd.DataFrame, iterations: pd.DataFrame, *,
     return pd.DataFrame(rows, columns=CONTROL_COLUMNS)
 
 
+def passed(controls: pd.DataFrame) -> pd.Series:
+    """Whether each control of a controls table passed (read back from controls.csv; none in
+    a run without controls, whose table has no columns)."""
+    if "passed" not in controls:
+        return pd.Series(False, index=controls.index, dtype=bool)
+    return controls["passed"].astype(str).str.lower().isin(["true", "1"])
+
+
 def _note(result: dict, pairs: int, min_pairs: int, covers: bool) -> str:
     if result["verdict"] == "equivalent":
         return f"passed: equivalent to 1 over {pairs} pairs"

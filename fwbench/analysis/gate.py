@@ -12,6 +12,7 @@ import pandas as pd
 
 from fwbench.analysis.claims.numbers import fmt
 from fwbench.analysis.claims.wording import OUTCOME_LABELS, count, join
+from fwbench.analysis.controls import passed
 from fwbench.measure.telemetry.outside import NO_OUTSIDE, outside_busy
 
 GATE_COLUMNS = ["check", "passed", "reason"]
@@ -163,7 +164,7 @@ def aa_controls(controls: pd.DataFrame | None) -> tuple[bool, list[str]]:
     if controls is None or controls.empty:
         return False, ["no A/A controls: the run compared no framework with itself, so its "
                        "design's own false-positive rate is unknown."]
-    failed = controls[~controls["passed"].astype(bool)]
+    failed = controls[~passed(controls)]
     if len(failed):
         return False, [f"The A/A control {name} failed (ratio {ratio:.3f}): "
                        f"{note.removeprefix('failed: ')}."

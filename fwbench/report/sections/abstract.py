@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fwbench.analysis.claims import VERDICTS, wording
+from fwbench.analysis.controls import passed as control_passed
 from fwbench.report.inputs import Inputs
 from fwbench.report.sections.reproduction import tally
 
@@ -74,7 +75,7 @@ def _processor_clause(trials: pd.DataFrame) -> str:
 
 def _controls_sentence(controls: pd.DataFrame) -> str:
     """The run's own check of false positives: each A/A control's ratio and whether it passed."""
-    passed = controls["passed"].astype(str).str.lower().isin(["true", "1"])
+    passed = control_passed(controls)
     each = wording.join(f"{wording.label(r.framework)} {r.model} {r.phase} {wording.ratio(r.ratio)}"
                         for r in controls.itertuples())
     if passed.all():

@@ -10,6 +10,7 @@ import pandas as pd
 
 from fwbench.analysis.claims import wording
 from fwbench.analysis.claims.florencio import TELEMETRY_LABELS, telemetry_absent
+from fwbench.analysis.controls import passed
 from fwbench.analysis.telemetry_trace import CHOICE
 from fwbench.report import formatting, tables
 from fwbench.report.facts import first_message
@@ -120,8 +121,8 @@ def control_table(numbering: tables.Numbering, data: Inputs) -> dict:
              f"{int(r.n_pairs)}", formatting.fmt(r.ratio, "ratio"),
              formatting.fmt_interval(r.ratio_ci_low, r.ratio_ci_high),
              formatting.fmt_interval(r.equivalence_ci_low, r.equivalence_ci_high),
-             "passed" if _true(r.passed) else "failed", str(r.note)]
-            for r in data.controls.itertuples()]
+             "passed" if ok else "failed", str(r.note)]
+            for r, ok in zip(data.controls.itertuples(), passed(data.controls))]
     level = (wording.percent(float(data.controls["ratio_ci_level"].iloc[0]))
              if len(data.controls) else "")
     caption = ("A/A controls: one cell of one framework in both slots of a pair, measured and "
@@ -134,10 +135,6 @@ def control_table(numbering: tables.Numbering, data: Inputs) -> dict:
                          "Result", "Note"], rows, formatting.Notes(),
                         "The run has no A/A controls.",
                         classes=["", "num", "num", "num", "num", "", ""])
-
-
-def _true(value) -> bool:
-    return str(value).strip().lower() in ("true", "1")
 
 
 def _family_level_sentence(level, joint: float) -> str:
