@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from fwbench.analysis.gate import QUIET_BUSY_MAX, failures, gate, passes
-from fwbench.measure.telemetry.outside import NO_OUTSIDE, outside_busy
+from fwbench.measure.telemetry.outside import NO_OUTSIDE, OTHER_WORK, outside_busy
 from fwbench.report.sections.preliminary import SUMMARY
 from tests.reference_runs import SHIPPED, rebuild, small_run
 
@@ -162,6 +162,21 @@ def test_the_processors_outside_a_trials_own_read_per_processor(tmp_path):
     assert outside_busy(None, {}, threads=1, processors=2, util_mean=53.0)[0] == \
         pytest.approx(6.0)
     assert outside_busy(None, {}, threads=1, processors=2)[0] is None
+
+
+def test_the_measurements_own_work_is_not_other_work(tmp_path):
+    """A 2-core machine: the trial keeps one processor busy (50 % of the machine), the sampler
+    and supervisor another 6 %; other work 4 %, which is 8 % of the one processor outside."""
+    side = tmp_path / "trial-1.telemetry.csv"
+    side.write_text("slot,t_ns,device,cpu_util_pct,apparatus_cpu_pct,cpu0_util_pct,"
+                    "cpu1_util_pct\n0,100,cpu,60.0,56.0,20.0,100.0\n"
+                    "1,200,cpu,58.0,55.0,16.0,100.0\n2,300,cpu,50.0,52.0,0.0,100.0\n")
+    busy, how = outside_busy(side, {"measure": 100, "end": 400}, threads=1, processors=2,
+                             own_cpus=[1])
+    # Per sample 4, 3, -2 % of the machine: the window's mean, floored once, over 1 of 2.
+    assert busy == pytest.approx(5 / 3 * 2) and how == OTHER_WORK
+    busy, _ = outside_busy(side, {"measure": 300, "end": 400}, threads=1, processors=2)
+    assert busy == 0.0
 
 
 @pytest.mark.parametrize("run", SHIPPED, ids=lambda run: run.name)

@@ -156,6 +156,10 @@ def test_real_sampler_run_lines_up_with_the_harness_markers(tmp_path):
     phase = summary["phases"]["measure"]
     assert phase["n_samples"] >= 5
     assert phase["cpu_util_mean_pct"] >= 100 / psutil.cpu_count() * 0.5  # one core spinning
+    # The spinning process is the measurement's own (watched, and the sampler's parent).
+    timed = [r for r in host if m.markers_ns["measure"] <= r["t_ns"] < m.markers_ns["end"]
+             and r["apparatus_cpu_pct"] is not None]
+    assert sum(r["apparatus_cpu_pct"] for r in timed) / len(timed) >= 100 / psutil.cpu_count() * 0.5
     # Sources: every column described; GPU rows exist, or the reason they don't.
     assert set(meta["columns"]) == set(header(psutil.cpu_count()))
     assert bool(gpu_rows(rows)) != ("gpu" in meta["unavailable"])

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 # Version history of the side files (CSV columns and sidecar JSON):
 # 1 — first version.
-SCHEMA_VERSION = 1
+# 2 — apparatus_cpu_pct: the measurement's own share of the machine.
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ GPU = (
 HOST = (
     Column("cpu_util_pct", "%", "all cores: share of CPU time running code (user, nice, system, "
            "irq, softirq) since the previous sample; idle, iowait and steal excluded"),
+    Column("apparatus_cpu_pct", "%", "all cores: share of CPU time the measurement's own "
+           "processes ran since the previous sample (the sampler, the processes that started "
+           "it, the watched process and its children), on cpu_util_pct's scale"),
     Column("cpu_steal_pct", "%", "all cores: share of time the hypervisor gave to other guests"),
     Column("cpu_iowait_pct", "%", "all cores: share of time idle while waiting for I/O"),
     Column("cpu_temp_c", "°C", "hottest CPU package sensor psutil exposes (sidecar names it)"),

@@ -1,6 +1,7 @@
-"""Host readings through psutil: CPU utilization per core and in total, steal and iowait,
-CPU temperature where the machine exposes a sensor, the watched process's memory, and CPU
-package and DRAM energy from RAPL where the kernel offers it (``rapl``)."""
+"""Host readings through psutil: CPU utilization per core and in total, steal and iowait, the
+measurement's own share of it, CPU temperature where the machine exposes a sensor, the watched
+process's memory, and CPU package and DRAM energy from RAPL where the kernel offers it
+(``rapl``)."""
 
 from __future__ import annotations
 
@@ -61,9 +62,15 @@ class HostReader:
         self._process = None
         self._children: list[psutil.Process] = []
         self._children_at = 0.0
+        self._lineage: list[psutil.Process] = []
+        self._own_cpu_s: dict[int, float] = {}
 
     def open(self) -> None:
         self._times = psutil.cpu_times(percpu=True)
+        # The processes that started this one (the trial's supervisor, the workflow above it),
+        # never the machine's init: their work is the measurement's own, not other work.
+        self._lineage = [psutil.Process(), *(p for p in psutil.Process().parents() if p.pid > 1)]
+        self._apparatus_cpu_s()
         if not hasattr(psutil, "sensors_temperatures"):
             self.unavailable["cpu_temp_c"] = "psutil cannot read temperatures on this platform"
         else:
@@ -107,9 +114,29 @@ class HostReader:
                 total_delta[name] += value
             out[core_column(i)] = _share(delta, _BUSY)
         out["cpu_util_pct"] = _share(total_delta, _BUSY)
+        elapsed = sum(total_delta.values())
+        own = self._apparatus_cpu_s()
+        out["apparatus_cpu_pct"] = round(100.0 * own / elapsed, 2) if elapsed > 0 else None
         out["cpu_steal_pct"] = _share(total_delta, ("steal",))
         out["cpu_iowait_pct"] = _share(total_delta, ("iowait",))
         return out
+
+    def _apparatus_cpu_s(self) -> float:
+        """CPU seconds the measurement's own processes ran since the previous call: this
+        sampler, the processes that started it, and the watched process with its children. A
+        process seen for the first time counts from then on; one that ended is dropped."""
+        processes = {p.pid: p for p in (*self._lineage, self._process, *self._children) if p}
+        now = {}
+        for process in processes.values():
+            try:
+                times = process.cpu_times()
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            now[process.pid] = times.user + times.system
+        spent = sum(max(0.0, cpu_s - self._own_cpu_s[pid]) for pid, cpu_s in now.items()
+                    if pid in self._own_cpu_s)
+        self._own_cpu_s = now
+        return spent
 
     def temperature(self) -> float | None:
         """Hottest reading of the CPU sensor chip, or None."""

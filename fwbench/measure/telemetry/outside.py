@@ -1,6 +1,11 @@
 """How busy the processors outside a trial's own were while it was timed, from its telemetry: the
 other work on the machine, which a trial's own numbers cannot show (the shipping gate's quiet
-check, fwbench.analysis.gate, reads it from the trials table)."""
+check, fwbench.analysis.gate, reads it from the trials table).
+
+The measurement itself works beside the trial: the sampler, the supervisor, the workflow that
+started them. On a 2-core machine that alone kept the other processor 1-12 % busy. Where the
+side file records that work (``apparatus_cpu_pct``, telemetry schema 2), it is left out, so
+what remains is work that is not the measurement's."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import re
 PER_PROCESSOR = re.compile(r"cpu(\d+)_util_pct")
 # Why a trial has no outside share: its threads took every processor, so nothing ran beside it.
 NO_OUTSIDE = "no processor lies outside the trial's"
+OTHER_WORK = "whole machine, the measurement's own processes left out"
 
 
 def outside_busy(samples: str | os.PathLike | None, markers_ns: dict, *, threads: int,
@@ -20,8 +26,10 @@ def outside_busy(samples: str | os.PathLike | None, markers_ns: dict, *, threads
     """The mean busy share (%) of the processors outside the trial's own from its ``measure``
     marker to its ``end`` (every timed step), and how it was read.
 
-    Per processor where the side file has them: the processors the trial was confined to
-    (``own_cpus``, when it names all ``threads`` of them) are left out; otherwise, per sample,
+    Where the side file records the measurement's own work: the whole machine's busy time less
+    it, over the processors outside the trial's ``threads``; the other work, wherever it ran.
+    Otherwise per processor where the side file has them: the processors the trial was confined
+    to (``own_cpus``, when it names all ``threads`` of them) are left out; otherwise, per sample,
     its ``threads`` busiest ones, so the trial's threads are never counted as other work.
     Without them, from the whole machine's share (each sample's, else the trial's
     ``util_mean``) over ``processors``, the trial's own taken as fully busy: a lower bound.
@@ -29,6 +37,12 @@ def outside_busy(samples: str | os.PathLike | None, markers_ns: dict, *, threads
     if processors is not None and processors <= threads:
         return None, NO_OUTSIDE
     rows = _timed_rows(samples, markers_ns) if samples else []
+    other = [float(r["cpu_util_pct"]) - float(r["apparatus_cpu_pct"]) for r in rows
+             if r.get("cpu_util_pct") and r.get("apparatus_cpu_pct")]
+    if other and processors is not None:
+        # The window's mean before the floor at 0: one sample's 10 ms tick can fall either way.
+        mean = sum(other) / len(other)
+        return max(0.0, mean * processors / (processors - threads)), OTHER_WORK
     per_processor = [_outside(row, threads, own_cpus) for row in rows]
     per_processor = [v for v in per_processor if v is not None]
     if per_processor:
