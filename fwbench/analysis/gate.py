@@ -33,7 +33,7 @@ def gate(trials: pd.DataFrame, comparisons: pd.DataFrame, *, statistics: dict,
         "one processor kind": processor_kind(trials),
         "quiet": quiet(trials, statistics.get("quiet_busy_max", QUIET_BUSY_MAX)),
         "A/A controls": aa_controls(controls),
-        "headline comparisons": headline(comparisons),
+        "headline comparisons": headline(comparisons, statistics),
     }
     rows = [{"check": check, "passed": passed, "reason": reason}
             for check, (passed, reasons) in found.items() for reason in reasons]
@@ -175,22 +175,51 @@ def aa_controls(controls: pd.DataFrame | None) -> tuple[bool, list[str]]:
                               zip(controls["control"], controls["ratio"])) + "."]
 
 
-def headline(comparisons: pd.DataFrame) -> tuple[bool, list[str]]:
-    """Every comparison the run claims is decided, not a hint; the plan would have to state the
-    power it promised for an undecided one to pass, and the analysis plan has no such rule
-    yet."""
+def headline(comparisons: pd.DataFrame, statistics: dict | None = None
+             ) -> tuple[bool, list[str]]:
+    """Every comparison the run claims is decided, not a hint; or undecided with the power the
+    plan promised (``statistics.sizing``, fwbench.plan.sizing): it had the pairs the rule asked,
+    and its interval excludes the difference the rule sized it to decide."""
     if comparisons.empty:
         return False, ["No headline comparison: the run compared no matched pair."]
     exploratory = _column(comparisons, "exploratory").fillna(False).astype(str).str.lower()
-    undecided = comparisons[~comparisons["verdict"].isin(DECIDED) | (exploratory == "true")]
-    if undecided.empty:
+    hint = comparisons["verdict"].isin(DECIDED) & (exploratory == "true")
+    undecided = comparisons[~comparisons["verdict"].isin(DECIDED) | hint]
+    rule = (statistics or {}).get("sizing")
+    powered = [_powered(row, rule, statistics) for row in undecided.itertuples()]
+    failed = [(row, why) for row, (ok, why) in zip(undecided.itertuples(), powered) if not ok]
+    if not failed:
         return True, [f"Every headline comparison is decided "
-                      f"({count(len(comparisons), 'comparison')})."]
+                      f"({count(len(comparisons), 'comparison')})."
+                      if undecided.empty else
+                      f"Every headline comparison is decided, or undecided with the power the "
+                      f"plan promised ({count(len(comparisons), 'comparison')}: "
+                      + "; ".join(why for _, why in powered) + ")."]
     return False, [f"The comparison `{row.pair_id}` "
                    + (f"reads {OUTCOME_LABELS.get(row.verdict, row.verdict)} only as a hint "
                       "(exploratory)" if row.verdict in DECIDED else f"is {row.verdict}")
-                   + ": the plan states no power for undecided comparisons."
-                   for row in undecided.itertuples()]
+                   + f": {why}." for row, why in failed]
+
+
+def _powered(row, rule: dict | None, statistics: dict | None) -> tuple[bool, str]:
+    """Whether an undecided comparison had the power the plan's sizing rule promised, and why
+    (or why not)."""
+    if not rule:
+        return False, "the plan states no power for undecided comparisons"
+    from fwbench.plan.sizing import pairs_to_decide
+
+    alpha = (1 - statistics.get("confidence", 0.95)) / int(row.family_size)
+    needed = pairs_to_decide(sd=rule["sd"], ratio=rule["ratio"], alpha=alpha,
+                             power=rule["power"])
+    band = f"{fmt(rule['ratio'], 'ratio')} to {fmt(1 / rule['ratio'], 'ratio')}"
+    if row.n_pairs_used < needed:
+        return False, (f"{count(int(row.n_pairs_used), 'pair')} where the plan's sizing rule "
+                       f"asked {needed}")
+    if not rule["ratio"] < row.ratio_ci_low <= row.ratio_ci_high < 1 / rule["ratio"]:
+        return False, (f"its interval [{row.ratio_ci_low:.3f}, {row.ratio_ci_high:.3f}] reaches "
+                       f"past {band}, the difference the plan's sizing rule promised to decide")
+    return True, (f"`{row.pair_id}` had {int(row.n_pairs_used)} pairs and its interval "
+                  f"[{row.ratio_ci_low:.3f}, {row.ratio_ci_high:.3f}] lies within {band}")
 
 
 def _column(frame: pd.DataFrame, name: str) -> pd.Series:

@@ -6,7 +6,8 @@ drawn per cell group from the seed, so the order of one group never depends on w
 the sweep (adding a cell reruns nothing). Trial k of both frameworks is a pair: its second
 member waits for its first and outranks every other job (``priority``), so it runs right after;
 on a cluster the two are one job (``pair_group``). An A/A control (config `controls`) is such a
-group whose two sides are one cell of one framework, in slots a and b (``Cell.control``).
+group whose two sides are one cell of one framework, in slots a and b (``Cell.control``); it runs
+as many pairs as the plan's sizing rule asks (fwbench.plan.sizing), else the config's `trials`.
 Before a group's first trial, each of its cells that warms up runs a calibration trial, whose
 warm-up record (fwbench.measure.calibration) every trial of the cell reads; the group's first
 trial waits for all of them, so none runs between the members of a pair.
@@ -14,6 +15,7 @@ trial waits for all of them, so none runs between the members of a pair.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import itertools
 import random
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from fwbench.plan.analysis_plan import plan_hash
 from fwbench.plan.cells import REAL_DATA, Cell, Trial, name_pattern, one_of
+from fwbench.plan.sizing import sizing_rule
 
 
 @dataclass
@@ -50,11 +53,15 @@ class Plan:
         # batch sizes of a power figure); within each group the frameworks alternate.
         order = sorted(groups)
         random.Random(config["seed"]).shuffle(order)
+        # An A/A control runs as many pairs as the plan's sizing rule asks of it.
+        rule = sizing_rule(config)
+        control_trials = rule["control_pairs"] if rule else config["trials"]
         for pair_id in order:
             plan._groups[pair_id] = sorted(groups[pair_id], key=lambda c: c.arm)
             plan._group_start[pair_id] = len(plan.trials)
+            trials = control_trials if groups[pair_id][0].control else config["trials"]
             group = [Trial(cell, index, len(plan.trials) + k) for k, (cell, index)
-                     in enumerate(_interleave(groups[pair_id], config["trials"], config["seed"],
+                     in enumerate(_interleave(groups[pair_id], trials, config["seed"],
                                               pair_id))]
             plan.trials.extend(group)
             for k, trial in enumerate(group):
@@ -261,6 +268,20 @@ def _control_cells(config: dict):
     for cell in sweep_cells(config):
         if any(selects(selector, cell) for selector in config["controls"]):
             yield from (replace(cell, control=slot) for slot in ("a", "b"))
+
+
+def control_groups(config: dict) -> int:
+    """How many A/A controls the run has: one per sweep cell a `controls` entry selects."""
+    return sum(1 for cell in _control_cells(config) if cell.control == "a")
+
+
+def family_sizes(config: dict) -> list[int]:
+    """The sizes of the sweep's families of comparisons: its cell groups by the values of the
+    plan's ``family`` axes, as the analysis forms them."""
+    axes = config["statistics"]["family"]
+    groups = {cell.pair_id: tuple(getattr(cell, axis) for axis in axes)
+              for cell in sweep_cells(config)}
+    return list(collections.Counter(groups.values()).values())
 
 
 def selects(selector: dict, cell: Cell) -> bool:

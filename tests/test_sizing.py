@@ -1,0 +1,96 @@
+"""The plan's sizing rule (fwbench.plan.sizing, `statistics.sizing`): its counts of pairs, its
+power against simulated runs, the plan running each A/A control for as many pairs as the rule
+asks, a config with too few pairs refused, and the gate passing an undecided comparison only
+with the power the plan promised."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from fwbench.analysis.gate import headline
+from fwbench.errors import ConfigError
+from fwbench.plan.config import validate
+from fwbench.plan.sizing import (
+    decision_power,
+    equivalence_power,
+    pairs_for_equivalence,
+    pairs_to_decide,
+    sizing_rule,
+)
+from fwbench.plan.sweep import Plan
+
+RULE = {"sd": 0.06, "ratio": 0.9, "power": 0.8}
+
+
+def test_the_counts_of_pairs():
+    # The measurement-design issue's figure: an SD of 0.15 and a true ratio of 0.9 need about
+    # 26 pairs for 80 % power in a family of 4.
+    assert pairs_to_decide(sd=0.15, ratio=0.9, alpha=0.05 / 4, power=0.8) == 26
+    assert pairs_to_decide(sd=0.06, ratio=0.9, alpha=0.05 / 4, power=0.8) == 7
+    assert pairs_for_equivalence(sd=0.06, rope=0.05, alpha=0.05 / 2, power=0.8) == 18
+    # More noise or a smaller difference never needs fewer pairs.
+    assert pairs_to_decide(sd=0.08, ratio=0.9, alpha=0.0125, power=0.8) > 7
+    assert pairs_to_decide(sd=0.06, ratio=0.95, alpha=0.0125, power=0.8) > 7
+
+
+@pytest.mark.parametrize("n", [5, 7, 12])
+def test_the_power_matches_simulated_runs(n):
+    """Normal per-pair log ratios, analysed as the comparisons are (t interval, TOST)."""
+    rng = np.random.default_rng(n)
+    sd, alpha, trials = 0.06, 0.0125, 4000
+    d = rng.normal(np.log(0.9), sd, (trials, n))
+    half = stats.t.ppf(1 - alpha / 2, n - 1) * d.std(axis=1, ddof=1) / np.sqrt(n)
+    decided = (np.abs(d.mean(axis=1)) > half).mean()
+    assert decided == pytest.approx(decision_power(n, sd=sd, ratio=0.9, alpha=alpha), abs=0.03)
+    d = rng.normal(0.0, sd, (trials, n))
+    half = stats.t.ppf(1 - alpha, n - 1) * d.std(axis=1, ddof=1) / np.sqrt(n)
+    shown = (np.abs(d.mean(axis=1)) + half < np.log(1.05)).mean()
+    # The approximation is a little low for few pairs, never high.
+    power = equivalence_power(n, sd=sd, rope=0.05, alpha=alpha)
+    assert power - 0.03 <= shown <= power + 0.08
+
+
+def _config(tiny_config, **statistics):
+    return validate({**tiny_config, "trials": 8, "controls": [{"framework": "pytorch"}],
+                     "statistics": {**tiny_config.get("statistics", {}), **statistics}})
+
+
+def test_each_control_runs_the_pairs_the_rule_asks(tiny_config):
+    config = _config(tiny_config, sizing=RULE)
+    rule = sizing_rule(config)
+    assert rule["controls"] == 1 and rule["control_pairs"] == pairs_for_equivalence(
+        sd=0.06, rope=0.05, alpha=0.05, power=0.8)
+    plan = Plan.from_config(config)
+    control = [t for t in plan.trials if t.cell.control]
+    assert len(control) == 2 * rule["control_pairs"]
+    assert len([t for t in plan.trials if not t.cell.control]) == 2 * 8
+    # Without a rule, a control runs the config's trials, as before.
+    assert len([t for t in Plan.from_config(_config(tiny_config)).trials if t.cell.control]) == 16
+
+
+def test_too_few_pairs_for_the_rule_are_refused(tiny_config):
+    with pytest.raises(ConfigError, match=r"'trials': 8 pairs, where the plan's sizing rule "
+                                          r"\(statistics.sizing\) needs 18 .* family of 1"):
+        _config(tiny_config, sizing={"sd": 0.15, "ratio": 0.9, "power": 0.8})
+
+
+def _undecided(pairs: int, low: float, high: float) -> pd.DataFrame:
+    return pd.DataFrame([{"pair_id": "throughput/cpu/lenet5/infer-b4", "verdict": "inconclusive",
+                          "exploratory": False, "family_size": 4, "n_pairs_used": pairs,
+                          "ratio_ci_low": low, "ratio_ci_high": high}])
+
+
+def test_an_undecided_comparison_passes_only_with_the_power_promised():
+    plan = {"confidence": 0.95, "rope": 0.05, "sizing": RULE}
+    ok, [reason] = headline(_undecided(8, 0.93, 1.02), plan)
+    assert ok and "had 8 pairs and its interval [0.930, 1.020] lies within 0.900 to 1.11" in reason
+    ok, [reason] = headline(_undecided(6, 0.93, 1.02), plan)
+    assert not ok and reason.endswith("is inconclusive: 6 pairs where the plan's sizing rule "
+                                      "asked 7.")
+    ok, [reason] = headline(_undecided(8, 0.88, 1.02), plan)
+    assert not ok and "[0.880, 1.020] reaches past 0.900 to 1.11" in reason
+    ok, [reason] = headline(_undecided(8, 0.93, 1.02), {"confidence": 0.95})
+    assert not ok and reason.endswith("the plan states no power for undecided comparisons.")
