@@ -14,6 +14,7 @@ import pandas as pd
 from fwbench.analysis.claims import PAPERS
 from fwbench.analysis.claims.setting import ANOTHER_SETTING
 from fwbench.analysis.claims.wording import count, join, label, missing, unique
+from fwbench.measure.telemetry.outside import OTHER_WORK
 from fwbench.report.formatting import fmt
 from fwbench.report.inputs import Inputs
 from fwbench.report.sections import machine, plan, preliminary
@@ -104,9 +105,22 @@ def load(trials: pd.DataFrame) -> str:
         share = min(1.0, own / int(cpus[0]))
         text += (f" A trial's own {count(own, 'thread')} could keep {fmt(share, 'share')} of "
                  f"the {cpus[0]} logical processors busy; "
-                 + ("the rest was other work on the machine." if busy.median() > share else
+                 + (_beyond_own(trials) if busy.median() > share else
                     "the median stays within that, so it shows no other work."))
     return text
+
+
+def _beyond_own(trials: pd.DataFrame) -> str:
+    """What kept the machine busier than a trial's threads could: other work, or where the
+    telemetry recorded the measurement's own processes, those and what was left."""
+    methods = unique(trials, "outside_busy_method") if "outside_busy_method" in trials else []
+    if methods != [OTHER_WORK]:
+        return "the rest was other work on the machine."
+    other = trials["outside_busy_pct"].astype(float) / 100
+    return ("the rest was the measurement's own work beside it (its sampler, its supervisor "
+            "and the workflow) and any other work: with the measurement's own left out, the processors outside a "
+            f"trial's own were busy {fmt(other.median(), 'level')} of the time (median; at "
+            f"most {fmt(other.max(), 'level')}).")
 
 
 def judged(claims: list[dict]) -> str:
