@@ -110,6 +110,13 @@ bench-pairs: $(INSTALLED)
 bench-aa: $(INSTALLED)
 	$(BIN)/python benchmarks/aa_pairs.py --pairs 20 --cells lenet5/infer
 
+# The plan's sizing rule on noise resampled from the shipped runs, with and without a one-sided
+# slow mode: false "faster" rates per comparison and family, and the power it promised
+# (families of 3, 4 and 15; noise 5-17 %; docs/statistics.md, "Enough pairs").
+.PHONY: bench-sizing
+bench-sizing: $(INSTALLED)
+	$(BIN)/python benchmarks/sizing.py --families 200
+
 # `fwbench compare --fail-on-slowdown 10` by simulation: its false FAIL rate, its power at true
 # ratios 1.1-1.3 and each cell's detectable slowdown, 8 cells of 8 trials a side (docs/compare.md).
 .PHONY: bench-gate

@@ -150,7 +150,7 @@ def _rebuild_command(args) -> int:
                            "with --record")
     run_dir = _run_dir(args.run_dir)
     saved_config(run_dir)   # a config or result that does not read stops here, not in Snakemake
-    for path in trial_files(run_dir):
+    for path in trial_files(run_dir, controls=None):
         load_trial(path)
     try:
         arguments = workflow.rebuild_arguments(run_dir, SOURCE_DIR / "Snakefile")

@@ -82,9 +82,11 @@ def sitting_config(device: str = "cuda", trials: int = 4, models: list[str] | No
     reference = yaml.safe_load((ROOT / "config.yaml").read_text())
     chosen = {name: spec for name, spec in reference["models"].items()
               if not models or name in models}
+    # The sitting runs its own A/A control (step 4) and its trials as asked: no sizing rule.
+    statistics = {k: v for k, v in reference["statistics"].items() if k != "sizing"}
     return validate({**reference, "run": RUN, "frameworks": ["pytorch"], "devices": [device],
-                     "controls": [],   # the sitting runs its own A/A control (step 4)
-                     "trials": trials, "models": chosen})
+                     "controls": [], "statistics": statistics, "trials": trials,
+                     "models": chosen})
 
 
 # --- 0. preflight ------------------------------------------------------------------------

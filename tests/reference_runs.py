@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from fwbench import SOURCE_DIR, workflow
+from fwbench.analysis.run_folder import CONTROL_CELL
 
 RESULTS = SOURCE_DIR / "results"
 REFERENCE = RESULTS / "reference"
@@ -40,8 +41,10 @@ def rebuild(run: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
                            *args], cwd=run.parent.parent, env=env, capture_output=True, text=True,
                           timeout=900)
 
-# The reference sweep's cell folders: cells/<experiment>/<device>/<framework>/<model>/<name>.
+# The reference sweep's cell folders: cells/<experiment>/<device>/<framework>/<model>/<name>,
+# its A/A controls' among them (CELLS); the sweep's alone, which commands over runs compare.
 CELLS = sorted(p.relative_to(REFERENCE) for p in REFERENCE.glob("cells/*/*/*/*/*"))
+SWEEP_CELLS = [cell for cell in CELLS if not CONTROL_CELL.search(cell.name)]
 
 
 def copy_run(target: Path, *, keep=lambda cell: True, config: dict | None = None) -> Path:
@@ -60,7 +63,8 @@ def copy_run(target: Path, *, keep=lambda cell: True, config: dict | None = None
 
 def small_run(target: Path) -> Path:
     """The reference run's lenet5 inference cells at its smallest batch (PyTorch's and
-    TensorFlow's, 8 trials each), with a config that plans exactly these."""
+    TensorFlow's, 7 trials each, and their A/A controls), with a config that plans exactly
+    these."""
     config = yaml.safe_load((REFERENCE / "config.yaml").read_text())
     batch = min(config["batch_sizes"])
     return copy_run(target, keep=lambda cell: f"lenet5/infer-b{batch}-" in cell.as_posix(),

@@ -56,26 +56,29 @@ def test_trials_keep_their_origin_and_their_pairs(sources, tmp_path, capsys):
     merged = tmp_path / "results" / "both"
     assert main(["merge", *map(str, sources), "--into", str(merged)]) == 0
     assert "fwbench rebuild" in capsys.readouterr().err
+    n = yaml.safe_load((sources[0] / "config.yaml").read_text())["trials"]  # 7 a source
     for framework in ("pytorch", "tensorflow"):
         folder = merged / CELL.format(framework)
         assert sorted(int(p.name[6:-5]) for p in folder.glob("trial-*[0-9].json")) == \
-            list(range(1, 17))
-        assert len(list(folder.glob("trial-*.env.json"))) == 16
-        for k in (3, 11):  # trial 3 of each source
+            list(range(1, 2 * n + 1))
+        assert len(list(folder.glob("trial-*.env.json"))) == 2 * n
+        for k in (3, n + 3):  # trial 3 of each source
             result = _result(merged, framework, k)
-            origin = "epyc" if k <= 8 else "xeon"
+            origin = "epyc" if k <= n else "xeon"
             assert result["run"] == origin and result["trial"] == k
             assert result["origin"]["trial"] == 3 and result["origin"]["run"] == "default"
-            assert result["iteration_ns"] == _result(sources[k > 8], framework, 3)["iteration_ns"]
+            assert result["iteration_ns"] == _result(sources[k > n], framework, 3)["iteration_ns"]
     # a pair stays a pair: trial k of both frameworks came from one source's trial pair
-    assert _result(merged, "pytorch", 11)["origin"] == {
-        **_result(merged, "tensorflow", 11)["origin"], "hostname": "other"}
+    assert _result(merged, "pytorch", n + 3)["origin"] == {
+        **_result(merged, "tensorflow", n + 3)["origin"], "hostname": "other"}
     config = yaml.safe_load((merged / "config.yaml").read_text())
-    assert config["run"] == "both" and config["trials"] == 16
+    assert config["run"] == "both" and config["trials"] == 2 * n
+    # the sources' A/A controls checked their own sittings and stay behind
+    assert config["controls"] == [] and not list(merged.glob("cells/**/*-aa-[ab]"))
     with open(merged / "origins.csv", newline="") as f:
         origins = list(csv.DictReader(f))
     assert [(o["origin"], o["trials"], o["hostname"], o["cpu_model"]) for o in origins] == [
-        ("epyc", "1-8", "vm", "AMD EPYC"), ("xeon", "9-16", "other", "Intel Xeon")]
+        ("epyc", f"1-{n}", "vm", "AMD EPYC"), ("xeon", f"{n + 1}-{2 * n}", "other", "Intel Xeon")]
     assert (merged / "environment" / "idle.json").is_file()
     assert (merged / "origins" / "xeon" / "config.yaml").is_file()
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from fwbench.plan.config import load
-from fwbench.plan.sweep import Plan
+from fwbench.plan.sweep import Plan, sizing_rule
 from tests.conftest import REPO, snakemake
 
 PRESETS = sorted((REPO / "presets").glob("*.yaml"))
@@ -128,22 +128,23 @@ def test_a_cpu_preset_runs_on_the_cpu_of_a_2_core_machine(path: Path):
     assert int(command[command.index("--cores") + 1]) >= needed
 
 
-def test_the_default_sweep_can_reach_a_verdict_in_every_family():
+def test_the_default_sweep_is_sized_by_its_plan_in_every_family():
     """Every family (the plan's ``statistics.family`` axes) holds more than one comparison, and
-    the planned pairs let the exact sign-flip check of a comparison reach the family's
-    Bonferroni level (its smallest p is 2/2^n over n pairs: docs/statistics.md), above the pairs
-    a verdict needs; both models and both phases are measured. No pair is to spare (the run's
-    10 minutes): with one trial lost, the paired t interval still decides, the check cannot."""
+    the planned pairs are what the plan's sizing rule asks (fwbench.plan.sizing), above the
+    pairs a verdict needs; its A/A controls run the rule's pairs; both models and both phases
+    are measured. No pair is to spare (the run's 10 minutes)."""
     config = load(REPO / "config.yaml")
     statistics, plan = config["statistics"], Plan.from_config(config)
-    alpha = 1 - statistics["confidence"]
     families: dict[tuple, set] = {}
     for cell in plan.cells():
-        key = tuple(getattr(cell, axis) for axis in statistics["family"])
-        families.setdefault(key, set()).add(cell.pair_id)
+        if not cell.control:
+            key = tuple(getattr(cell, axis) for axis in statistics["family"])
+            families.setdefault(key, set()).add(cell.pair_id)
     assert families and all(len(pairs) >= 2 for pairs in families.values())
-    for pairs in families.values():
-        assert 2 / 2 ** config["trials"] < alpha / len(pairs)
-    assert statistics["min_trials_for_verdict"] < config["trials"]
+    rule = sizing_rule(config)
+    assert rule["family_size"] == max(len(pairs) for pairs in families.values())
+    assert config["trials"] == rule["pairs"] > statistics["min_trials_for_verdict"]
+    controls = [t for t in plan.trials if t.cell.control]
+    assert len(controls) == 2 * rule["controls"] * rule["control_pairs"]
     assert len({c.model for c in plan.cells()}) >= 2
     assert set(config["phases"]) == {"train", "infer"}

@@ -18,9 +18,8 @@ from fwbench.plan.sizing import (
     equivalence_power,
     pairs_for_equivalence,
     pairs_to_decide,
-    sizing_rule,
 )
-from fwbench.plan.sweep import Plan
+from fwbench.plan.sweep import Plan, sizing_rule
 
 RULE = {"sd": 0.06, "ratio": 0.9, "power": 0.8}
 

@@ -14,7 +14,9 @@ its profiled run or calibration, from the first run that has them), the first
 source's environment/ (the plan names its idle baseline), every source's config and
 environment under origins/<origin>/, origins.csv, and config.yaml: the shared config with
 ``run`` set to the merged run's name and ``trials`` to the sum, which plans exactly the trials
-copied, so ``fwbench rebuild`` remakes its tables, statistics and report from them.
+copied, so ``fwbench rebuild`` remakes its tables, statistics and report from them. The
+sources' A/A controls stay behind (``controls`` is emptied): each checked its own sitting, and
+their pairs, sized for one sitting, do not add up as the sweep's do.
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ def merge_runs(sources: list[str | Path], into: str | Path) -> list[dict]:
     offset = 0
     for run in runs:
         run.offset, offset = offset, offset + run.config["trials"]
-    config = {**read(runs[0].path / "config.yaml"), "run": into.name, "trials": offset}
+    config = {**read(runs[0].path / "config.yaml"), "run": into.name, "trials": offset,
+              "controls": []}
     _check_plan(config, runs, into.name)
     origins = [_origin_row(run) for run in runs]
     try:

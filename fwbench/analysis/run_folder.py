@@ -24,6 +24,7 @@ from fwbench.workflow import MANIFEST, RECORDED
 __all__ = ["Run", "load_run", "trial_files", "saved_config", "is_run", "tables_folder"]
 
 TRIAL_FILE = re.compile(r"trial-(\d+)\.json")
+CONTROL_CELL = re.compile(r"-aa-[ab]$")  # fwbench.plan.cells.Cell.name of an A/A control
 
 
 @dataclass
@@ -48,10 +49,13 @@ def is_run(path: str | Path) -> bool:
     return (path / "cells").is_dir() or (path / "tables" / "trials.parquet").is_file()
 
 
-def trial_files(run_dir: str | Path) -> list[Path]:
-    """Every trial result under ``run_dir``/cells (not its env, telemetry or profile files)."""
+def trial_files(run_dir: str | Path, *, controls: bool | None = False) -> list[Path]:
+    """Every trial result of the sweep under ``run_dir``/cells (not its env, telemetry or
+    profile files); with ``controls`` True only its A/A controls' (cells ``…-aa-a``, ``-aa-b``,
+    the run's check of itself, which no comparison of the sweep reads), with None both."""
     return sorted(p for p in Path(run_dir, "cells").rglob("trial-*.json")
-                  if TRIAL_FILE.fullmatch(p.name))
+                  if TRIAL_FILE.fullmatch(p.name)
+                  and (controls is None or bool(CONTROL_CELL.search(p.parent.name)) == controls))
 
 
 def saved_config(run_dir: str | Path) -> dict:

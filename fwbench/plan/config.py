@@ -119,7 +119,7 @@ def _check_cross_fields(config: dict) -> None:
                 "values the sweep has (its models, phases, frameworks, batch sizes, ...)."
             )
 
-    from fwbench.plan.sizing import sizing_rule
+    from fwbench.plan.sweep import sizing_rule
     rule = sizing_rule(config)
     if rule and config["trials"] < rule["pairs"]:
         raise ConfigError(

@@ -70,21 +70,17 @@ def _fewest(power_at, power: float) -> int:
     raise ValueError(f"no count of pairs up to {N_MAX} reaches a power of {power}")
 
 
-def sizing_rule(config: dict) -> dict | None:
+def rule_counts(statistics: dict, *, family_size: int, controls: int) -> dict | None:
     """What the plan's rule asks of a run, or None where `statistics.sizing` states none:
-    ``pairs`` each headline comparison needs, at its largest family's level (``family_size``
-    comparisons), and ``control_pairs`` each A/A control runs, at the controls' level."""
-    rule = config["statistics"].get("sizing")
+    ``pairs`` each headline comparison needs at the level of a family of ``family_size``, and
+    ``control_pairs`` each of the run's ``controls`` A/A controls runs."""
+    rule = statistics.get("sizing")
     if not rule:
         return None
-    from fwbench.plan.sweep import control_groups, family_sizes  # sweep reads this rule
-
-    alpha = 1 - config["statistics"]["confidence"]
-    family = max(family_sizes(config), default=1)
-    controls = control_groups(config)
-    return {"family_size": family, "controls": controls,
-            "pairs": pairs_to_decide(sd=rule["sd"], ratio=rule["ratio"], alpha=alpha / family,
-                                     power=rule["power"]),
+    alpha = 1 - statistics["confidence"]
+    return {"family_size": family_size, "controls": controls,
+            "pairs": pairs_to_decide(sd=rule["sd"], ratio=rule["ratio"],
+                                     alpha=alpha / family_size, power=rule["power"]),
             "control_pairs": pairs_for_equivalence(
-                sd=rule["sd"], rope=config["statistics"]["rope"], alpha=alpha / max(controls, 1),
+                sd=rule["sd"], rope=statistics["rope"], alpha=alpha / max(controls, 1),
                 power=rule["power"]) if controls else 0}

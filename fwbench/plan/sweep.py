@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from fwbench.plan.analysis_plan import plan_hash
 from fwbench.plan.cells import REAL_DATA, Cell, Trial, name_pattern, one_of
-from fwbench.plan.sizing import sizing_rule
+from fwbench.plan.sizing import rule_counts
 
 
 @dataclass
@@ -268,6 +268,15 @@ def _control_cells(config: dict):
     for cell in sweep_cells(config):
         if any(selects(selector, cell) for selector in config["controls"]):
             yield from (replace(cell, control=slot) for slot in ("a", "b"))
+
+
+def sizing_rule(config: dict) -> dict | None:
+    """The counts of pairs the plan's sizing rule (fwbench.plan.sizing) asks of this sweep: at
+    its largest family's level, for its controls; None where the plan states no rule."""
+    if not config["statistics"].get("sizing"):
+        return None
+    return rule_counts(config["statistics"], family_size=max(family_sizes(config), default=1),
+                       controls=control_groups(config))
 
 
 def control_groups(config: dict) -> int:
