@@ -20,6 +20,7 @@ import pytest
 from numpy._core import _multiarray_umath
 
 from fwbench import workflow
+from fwbench.analysis.run_folder import trial_files
 from fwbench.files import write_csv
 from fwbench.report.sections import audit
 from tests.conftest import REBUILT_REFERENCE
@@ -46,7 +47,9 @@ def test_the_reference_run_rebuilds_byte_for_byte_measuring_nothing(rebuilt_refe
     _byte_identical(done, "Haswell")
     assert "run_trial" not in done.stderr and "measure_idle" not in done.stderr
     trials = pd.read_parquet(run / "tables" / "trials.parquet")
-    assert len(trials) == len(list(run.glob("cells/**/trial-*[0-9].json"))) > 0
+    controls = pd.read_parquet(run / "tables" / "controls.parquet")
+    assert len(trials) == len(trial_files(run)) > 0
+    assert len(controls) == len(trial_files(run, controls=True)) > 0
     assert _cell_files(run) == _cell_files(REFERENCE)
 
 
