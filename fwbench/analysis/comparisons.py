@@ -290,6 +290,30 @@ def _signflip_note(p: float, pairs: int, level: float) -> str:
     return ""
 
 
+NOT_ESTIMABLE = "not estimable"
+
+
+def _with_not_estimable(out: pd.DataFrame, primary: pd.DataFrame, dropped: pd.DataFrame,
+                        kept: pd.DataFrame) -> pd.DataFrame:
+    """``out`` with a row for each primary comparison that lost every trial of a side to the
+    analysis (``dropped``): verdict "not estimable", its ok trials per side as kept, so it
+    is said rather than missing."""
+    lost = primary[primary.set_index(["run", "pair_id"]).index.isin(
+        dropped.set_index(["run", "pair_id"]).index)]
+    if not out.empty:
+        lost = lost[~lost.set_index(["run", "pair_id"]).index.isin(
+            out.set_index(["run", "pair_id"]).index)]
+    if lost.empty:
+        return out
+    sides = kept.groupby(["run", "pair_id", "framework"]).size()
+    rows = lost[[c for c in ("run", "pair_id", *AXES, "family", "family_size") if c in lost]]
+    rows = rows.assign(
+        verdict=NOT_ESTIMABLE, n_pairs_used=0,
+        **{f"n_{f}": [int(sides.get((r, p, f), 0)) for r, p in zip(lost["run"], lost["pair_id"])]
+           for f in ("pytorch", "tensorflow")})
+    return pd.concat([out, rows], ignore_index=True) if not out.empty else rows
+
+
 def sensitivity_table(per_trial: pd.DataFrame, primary: pd.DataFrame, *, leave_out,
                       pairs: str = "all", **plan) -> pd.DataFrame:
     """sensitivity.csv: the comparisons again without the trials whose quality findings the
@@ -309,7 +333,8 @@ def sensitivity_table(per_trial: pd.DataFrame, primary: pd.DataFrame, *, leave_o
     base = primary.set_index(key)[["ratio", "verdict"]] if len(primary) else None
     frames = []
     for name, without, frame, dropped, rule in analyses:
-        out = compare_pairs(frame, pairs=rule, **plan)
+        out = _with_not_estimable(compare_pairs(frame, pairs=rule, **plan), primary,
+                                  per_trial[dropped], frame)
         if out.empty:
             continue
         excluded = per_trial[dropped].groupby(key).size()
@@ -320,7 +345,7 @@ def sensitivity_table(per_trial: pd.DataFrame, primary: pd.DataFrame, *, leave_o
         out["primary_ratio"] = joined["ratio"].to_numpy()
         out["primary_verdict"] = joined["verdict"].to_numpy()
         out["agrees"] = out["verdict"] == out["primary_verdict"]
-        frames.append(out[SENSITIVITY_COLUMNS])
+        frames.append(out.reindex(columns=SENSITIVITY_COLUMNS))
     if not frames:
         return pd.DataFrame(columns=SENSITIVITY_COLUMNS)
     return pd.concat(frames, ignore_index=True)

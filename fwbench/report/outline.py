@@ -56,7 +56,8 @@ def outline(context: dict) -> dict:
            ("reproduction", "Reproduction of the source papers",
             [(f"paper-{p}", papers[p]["short"]) for p in PAPERS]),
            ("limits", "Limits of this run", [("unmeasured", "What this run did not measure"),
-                                             ("threats", "Threats to validity")])]
+                                             ("threats", "Threats to validity")]),
+           ("conclusion", "Conclusion", [])]
     num, toc = {}, []
     for i, (key, title, subsections) in enumerate(top, 1):
         num[key] = str(i)

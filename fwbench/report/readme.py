@@ -30,7 +30,7 @@ def readme(data: Inputs, claims: list[dict], *, run: str) -> str:
         *([gate] if gate else []),
         what_ran(trials, run) + " " + plan.plan_status(data),
         "## Machine\n\n" + machine.describe(trials) + "\n\n" + load(trials),
-        "## Claims\n\n" + (NOT_COUNTED if gate else "") + judged(claims),
+        "## Claims\n\n" + (NOT_COUNTED if gate else "") + scope(trials) + judged(claims),
         "## Rebuild\n\n"
         "The report is report/report.html and report/report.pdf; its data appendices are in "
         "report/data/. Remake the tables, statistics, figures, report and this file from "
@@ -121,6 +121,13 @@ def _beyond_own(trials: pd.DataFrame) -> str:
             "and the workflow) and any other work: with the measurement's own left out, the processors outside a "
             f"trial's own were busy {fmt(other.median(), 'level')} of the time (median; at "
             f"most {fmt(other.max(), 'level')}).")
+
+
+def scope(trials: pd.DataFrame) -> str:
+    """Which processor the verdicts hold for, where every trial recorded one kind; "" else (the
+    gate says why)."""
+    scoped = machine.holds_for(trials, "Every verdict below holds")
+    return f"{scoped} Another kind can read them differently.\n\n" if scoped else ""
 
 
 def judged(claims: list[dict]) -> str:

@@ -38,6 +38,7 @@ from fwbench.report.sections import (
     abstract,
     accuracy,
     audit,
+    conclusion,
     distributed,
     failures,
     hypothesis_tests,
@@ -94,6 +95,7 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
                "failures": failures.context(numbering, data),
                "tests": hypothesis_tests.context(numbering, data),
                "threats": threats.context(data, facts),
+               "conclusion": conclusion.context(data),
                "data_href": data_href}
     context["abstract"] = abstract.context(data, facts, soft, context["claims"],
                                            context["failures"])

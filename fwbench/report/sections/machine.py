@@ -28,13 +28,26 @@ def _values(trials: pd.DataFrame, column: str) -> str:
     return wording.join(wording.unique(trials, column))
 
 
+def holds_for(trials: pd.DataFrame, subject: str) -> str:
+    """``subject`` ("The ratios hold") scoped to the kind of processor every trial recorded: a
+    verdict holds for the processor that produced it; "" where the trials recorded none, or
+    several (the gate and the abstract say so)."""
+    if "cpu_kind" not in trials or trials.empty or trials["cpu_kind"].isna().any():
+        return ""
+    kinds = wording.unique(trials, "cpu_kind")
+    return (f"{subject} for the kind of processor the run was measured on, {kinds[0]}."
+            if len(kinds) == 1 else "")
+
+
 def describe(trials: pd.DataFrame) -> str:
     """A few sentences on the machine; "" when the trials recorded none of it."""
     cpus, model = _values(trials, "cpu_count"), _values(trials, "cpu_model")
+    kind = _values(trials, "cpu_kind") if "cpu_kind" in trials else ""
+    named = "; ".join(v for v in (model, kind) if v)
     hardware = []
-    if cpus or model:
+    if cpus or named:
         hardware.append(f"{count(cpus, 'logical processor') if cpus else 'processors'}"
-                        + (f" ({model})" if model else ""))
+                        + (f" ({named})" if named else ""))
     gpu = _values(trials, "device_name")
     gpu_used = "device" in trials and trials["device"].astype(str).eq("cuda").any()
     if gpu:

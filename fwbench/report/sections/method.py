@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fwbench.analysis.claims import wording
+from fwbench.analysis.comparisons import NOT_ESTIMABLE
 from fwbench.analysis.trial_quality import adjacency_summary, steadiness_summary
 from fwbench.report.facts import column_or_none, is_native, pinned, rows_where
 from fwbench.report.formatting import Notes, NotMeasured, count, span
@@ -62,7 +63,7 @@ def method(data: Inputs, soft: list[dict]) -> dict:
                         "hints, not findings." if hints else ""),
         "pairs": _adjacency_sentence(adjacency_summary(trials)),
         "steadiness": _steadiness_sentence(steadiness_summary(trials, data.cell_stats,
-                                                              comparisons)),
+                                                              comparisons), data.sensitivity),
     }
 
 
@@ -88,18 +89,24 @@ def _adjacency_sentence(summary: dict) -> str:
     return sentence + "."
 
 
-def _steadiness_sentence(summary: dict) -> str:
-    """How many ok trials cannot support a verdict, the comparisons that left them out and those
-    of them left exploratory."""
+def _steadiness_sentence(summary: dict, sensitivity: pd.DataFrame) -> str:
+    """How many ok trials cannot support a verdict; then, read from the sensitivity table, the
+    comparisons it left trials out of, those not estimable and those left exploratory."""
     if summary["unsteady"] is None or not summary["ok"]:
         return ""
     sentence = (f"Of the {summary['ok']} ok trials, {summary['unsteady']} never reached a steady "
             f"warm-up and {summary['drifting']} drift within their timed iterations "
-            f"({summary['drift_source']})")
-    if summary["comparisons"]:
-        sentence += (f"; the {count(summary['comparisons'], 'comparison')} that had such a "
-                     f"trial left it out, and {summary['exploratory']} of them kept too few "
-                     "trials for a verdict")
+            f"({summary['drift_source']}); the primary analysis keeps them")
+    rows = sensitivity[(sensitivity.get("analysis") == "without quality classes")
+                       & (pd.to_numeric(sensitivity.get("excluded"), errors="coerce") > 0)
+                       ] if len(sensitivity) else sensitivity
+    if len(rows):
+        lost = int((rows["verdict"] == NOT_ESTIMABLE).sum())
+        short = int(rows["exploratory"].fillna(False).astype(bool).sum())
+        sentence += (f", and the sensitivity analysis leaves the trials of its quality classes "
+                     f"out of {count(len(rows), 'comparison')}: {lost} of them not estimable "
+                     f"(every trial of a side left out) and {short} with too few trials left "
+                     "for a verdict")
     return sentence + "."
 
 

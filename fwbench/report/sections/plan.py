@@ -6,6 +6,7 @@ statistics wrote it. Nothing here is a constant of the report."""
 from __future__ import annotations
 
 from fwbench.analysis.claims import wording
+from fwbench.analysis.comparisons import NOT_ESTIMABLE
 from fwbench.report import formatting, tables
 from fwbench.report.formatting import fmt
 from fwbench.report.inputs import Inputs
@@ -86,6 +87,11 @@ def sensitivity_table(numbering: tables.Numbering, data: Inputs) -> dict:
     rows = []
     for _, row in frame.iterrows():
         primary = wording.OUTCOME_LABELS.get(str(row.get("primary_verdict")), "")
+        if row.get("verdict") == NOT_ESTIMABLE:  # every trial of a side left out
+            rows.append([str(row.get(a, "")) for a in axes] + [
+                formatting.cell_text(row, "excluded", notes, "not recorded", wording.text),
+                "—", "—", "not estimable (n = 0)", primary or "—"])
+            continue
         rows.append([str(row.get(a, "")) for a in axes] + [
             formatting.cell_text(row, "excluded", notes, "not recorded", wording.text),
             formatting.cell_text(row, "ratio", notes, "no ratio", wording.ratio),

@@ -18,11 +18,12 @@ from fwbench.analysis.claims import (
 )
 from fwbench.analysis.claims.florencio import TELEMETRY_LABELS, paired_tests, telemetry_absent
 from fwbench.analysis.claims.real_data import no_real_data
-from fwbench.analysis.claims.setting import with_dataset
+from fwbench.analysis.claims.setting import ANOTHER_SETTING, VALUE_NAMES, with_dataset
 from fwbench.report.figures import convergence, papers, speed, style
 from fwbench.report.figures.style import Figure
 from fwbench.report.formatting import span
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import machine
 from fwbench.report.sections.accuracy import data_sources, epoch_time_summary, of_ok_trials
 from fwbench.report.sections.preliminary import is_preliminary
 from fwbench.report.tables import Numbering
@@ -64,13 +65,14 @@ def claims_section(numbering: Numbering, data: Inputs) -> dict:
         per_verdict[result["verdict"]][1] += bool(result["exploratory"])
     judged = [r for r in rows if r["verdict"] not in UNJUDGED]
     table = {"key": "claims", "number": numbering.next("table") if judged else None,
-             "caption": "The claims this run could judge: the paper's words and where they "
-                        "stand, what was published, what this run measured and the status. A "
-                        "claim is confirmed or contradicted only where the run measured the "
-                        "paper's setting; otherwise it was measured in another setting, and "
-                        "the row says what differs. A status marked exploratory rests on "
-                        "comparisons or trials too few, unsteady or drifting to confirm "
-                        "anything."}
+             "caption": ("The claims this run could judge: the paper's words and where they "
+                         "stand, what was published, what this run measured and the status. A "
+                         "claim is confirmed or contradicted only where the run measured the "
+                         "paper's setting; otherwise it was measured in another setting, and "
+                         "the row says what differs. A status marked exploratory rests on "
+                         "comparisons or trials too few, unsteady or drifting to confirm "
+                         "anything. " + machine.holds_for(data.trials, "Every status holds")
+                         ).rstrip()}
     unjudged = _unjudged_groups([r for r in rows if r["verdict"] in UNJUDGED])
     unjudged_table = {"rows": unjudged, "number": numbering.next("table") if unjudged else None,
                       "caption": "The claims this run could not judge, grouped by the reason. "
@@ -84,10 +86,48 @@ def claims_section(numbering: Numbering, data: Inputs) -> dict:
     n_unjudged = sum(len(g["ids"]) for g in unjudged)
     sentence = (f"Of the {len(rows)} published claims, {n_unjudged} could not be judged from "
                 f"this run (Table {unjudged_table['number']} gives why)." if n_unjudged else "")
+    discussion = {paper: _discussion([r for r in rows if r["paper"] == paper], preliminary)
+                  for paper in per_paper}
     return {"table": table, "rows": rows, "judged": judged, "counts": counts,
             "exploratory": hints, "papers": catalog["papers"], "per_paper": per_paper,
+            "discussion": discussion,
             "unjudged_table": unjudged_table, "unjudged_sentence": sentence,
             "preliminary": preliminary, "context": [context_row(c) for c in catalog["context"]]}
+
+
+def _discussion(rows: list[dict], preliminary: bool) -> str:
+    """A paper's claims as this run read them (the claims table's statuses): where it agrees,
+    where not, and what differs where it measured another setting."""
+    def ids(verdict: str) -> list[str]:
+        return [r["id"] for r in rows if r["verdict"] == verdict]
+
+    agrees, disagrees, elsewhere = ids("confirmed"), ids("contradicted"), ids(ANOTHER_SETTING)
+    undecided = [r["id"] for r in rows if r["verdict"] in ("equivalent", "inconclusive")]
+    if not (agrees or disagrees or elsewhere or undecided):
+        return "This run measured none of its claims' settings."
+    out = []
+    if agrees:
+        out.append(f"The run agrees with {wording.join(agrees)}")
+    if disagrees:
+        out.append(f"it disagrees with {wording.join(disagrees)}")
+    if undecided:
+        out.append(f"it could not decide {wording.join(undecided)}")
+    text = ("; ".join(out) + ". ") if out else ""
+    if text:
+        text = text[0].upper() + text[1:]
+    if elsewhere:
+        differs = dict.fromkeys(d.split(" ")[0] for r in rows if r["verdict"] == ANOTHER_SETTING
+                                for d in r.get("differs", []))
+        one = len(elsewhere) == 1
+        verb = ("was", "neither confirms nor contradicts") if one else \
+            ("were", "neither confirm nor contradict")
+        text += (f"{wording.count(len(elsewhere), 'claim')} {verb[0]} measured in another "
+                 f"setting ({wording.join(elsewhere)}), so {'it' if one else 'they'} {verb[1]} "
+                 f"the paper: the {wording.join(differs) or 'setting'} differ from the "
+                 "paper's. ")
+    if preliminary:
+        text += "The run is preliminary, so none of this counts as a finding."
+    return text.strip()
 
 
 def context_row(entry: dict) -> dict:
@@ -154,7 +194,8 @@ def _preferred(trials: pd.DataFrame, select: dict) -> pd.DataFrame:
 
 def _patel_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figure]:
     comparisons, trials = data.comparisons, data.trials
-    devices = wording.join(wording.unique(trials, "device")) or "no device"
+    devices = wording.join(f"the {VALUE_NAMES.get(d, d)}" for d in
+                           wording.unique(trials, "device")) or "no device"
 
     def relative(number: int, phase: str, device: str, title: str) -> Figure:
         where = "a GPU" if device == "cuda" else "the CPU"
@@ -162,7 +203,7 @@ def _patel_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figu
             with_dataset(comparisons, trials), failures, folder, key=f"patel2023_fig{number}",
             title=title,
             source=f"patel2023 Fig. {number}", select={"phase": phase, "device": device},
-            absent=f"this run has no {phase} pair on {where} (it measured {devices})",
+            absent=f"this run has no {phase} pair on {where} (it measured on {devices})",
             **_published("patel2023", [number], "ratio"))
 
     infer = _preferred(trials, {"phase": "infer"})
@@ -298,5 +339,5 @@ def _confusion_cell(confusion: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     cell = ", ".join(f"{k.replace('_', ' ')} {wording.text(first[k])}" for k in keys
                      if not wording.missing(first[k]))
     return frame, (f"the cell {cell}, after its last validation on the test set, chosen as "
-                   "the paper's ResNet18 (else the first cell) on the GPU, idiomatic mode and "
-                   "defaults profile where the run has them")
+                   "the paper's ResNet18 (else the first cell), with the GPU, idiomatic mode "
+                   "and defaults profile where the run has them")

@@ -17,6 +17,7 @@ from fwbench.report.facts import first_message
 from fwbench.report.figures import flops, speed, telemetry
 from fwbench.report.figures.style import Figure
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import machine
 
 
 def context(numbering: tables.Numbering, data: Inputs, failures: dict) -> dict:
@@ -103,7 +104,8 @@ def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) 
                "(above 0: PyTorch slower). The intervals of one family hold together "
                f"{formatting.level_phrase(None, joint)} (Section 2.6); the verdict reads the "
                f"interval alone.{interval}{_family_level_sentence(uniform, joint)} "
-               f"{tables.constant(frame, wording.PAIR_AXES)}.")
+               f"{tables.constant(frame, wording.PAIR_AXES)}. "
+               + machine.holds_for(data.trials, "The ratios hold")).rstrip()
     why = data.problems.get("comparisons", "no matched pair was compared")
     return tables.table(numbering, "comparisons", caption,
                         [tables.axis_header(a) for a in axes] + ["Ratio", "Interval"]

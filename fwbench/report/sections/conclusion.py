@@ -1,0 +1,77 @@
+"""Section 6, Conclusion: what this run shows, on which processor, whether it counts as
+evidence, and what would change its verdicts, each sentence read from the tables it names."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from fwbench.analysis.claims import wording
+from fwbench.analysis.controls import passed as control_passed
+from fwbench.analysis.gate import failures
+from fwbench.report.inputs import Inputs
+from fwbench.report.sections import machine
+from fwbench.report.sections.abstract import pair_name
+from fwbench.report.sections.preliminary import is_preliminary
+
+
+def context(data: Inputs) -> list[str]:
+    """The conclusion's sentences."""
+    rated = data.comparisons[data.comparisons["ratio"].notna()] \
+        if "ratio" in data.comparisons else data.comparisons.iloc[:0]
+    if rated.empty:
+        return ["This run produced no PyTorch/TensorFlow ratio, so it shows nothing about "
+                "their speed."]
+    out = [_shows(rated, data.trials)]
+    out.append("It counts as evidence: it passed every check of the shipping gate."
+               if not is_preliminary(data) else
+               _preliminary(data.gate))
+    out.append(_would_change(rated, data.controls))
+    return out
+
+
+def _preliminary(gate: pd.DataFrame) -> str:
+    """Why the run is not evidence: the gate's checks that failed."""
+    checks = list(dict.fromkeys(reason.split(":")[0] for reason in failures(gate)))
+    noun = "check" if len(checks) == 1 else "checks"
+    return (f"It is preliminary, not evidence: the gate's {noun} {wording.join(checks)} failed "
+            "(page 1 gives each reason).")
+
+
+def _shows(rated: pd.DataFrame, trials: pd.DataFrame) -> str:
+    """Each decided comparison, grouped by its verdict, with its ratio."""
+    groups = []
+    for verdict in ("pytorch_faster", "tensorflow_faster", "equivalent", "inconclusive"):
+        rows = rated[rated["verdict"] == verdict]
+        if len(rows):
+            groups.append(f"{wording.OUTCOME_LABELS[verdict]} in "
+                          + wording.join(f"{pair_name(r)} ({wording.ratio(r['ratio'])})"
+                                         for _, r in rows.iterrows()))
+    where = machine.holds_for(trials, "These hold").removesuffix(".")
+    return (f"PyTorch's time over TensorFlow's reads {'; '.join(groups)}."
+            + (f" {where}, not for processors in general." if where else
+               " The trials did not record one kind of processor, so no processor is named."))
+
+
+def _would_change(rated: pd.DataFrame, controls: pd.DataFrame) -> str:
+    """What would change a verdict: the "faster" verdict whose interval stops nearest to 1,
+    another processor, and the controls' own check."""
+    text = ""
+    faster = rated[rated["verdict"].isin(["pytorch_faster", "tensorflow_faster"])]
+    if len(faster):
+        # how far each interval stops short of 1, on the log scale
+        gap = pd.concat([faster["ratio_ci_low"].astype(float).map(math.log),
+                         -faster["ratio_ci_high"].astype(float).map(math.log)], axis=1).max(axis=1)
+        nearest = faster.loc[gap.idxmin()]
+        text = (f"The \"faster\" verdict nearest to changing is {pair_name(nearest)}: its "
+                f"interval [{wording.ratio(nearest['ratio_ci_low'])}, "
+                f"{wording.ratio(nearest['ratio_ci_high'])}] stops "
+                f"{wording.percent(math.expm1(gap.min()))} short of 1. ")
+    text += ("Another kind of processor can reverse a verdict: the same configuration has read "
+             "the other way on an AMD and an Intel host, so these verdicts are not general.")
+    if len(controls):
+        ok = control_passed(controls)
+        text += (" Its A/A controls, the run's own check of false positives, "
+                 + ("all passed." if ok.all() else f"passed {int(ok.sum())} of {len(ok)}."))
+    return text
