@@ -107,7 +107,7 @@ def test_a_run_with_controls_measures_gates_reports_and_rebuilds_them(tmp_path, 
     assert not comparisons["pair_id"].str.contains("-aa-").any()
     gate = pd.read_csv(run / "stats" / "gate.csv")
     [reason] = gate[gate["check"] == "A/A controls"]["reason"]
-    assert reason.startswith("The A/A control throughput/cpu/lenet5/") and "failed" in reason
+    assert reason.startswith("TensorFlow's A/A control of lenet5 ") and "failed" in reason
     html = (run / "report" / "report.html").read_text()
     assert "A/A controls: one cell of one framework in both slots" in html
     # `fwbench rebuild` remakes them from the cell files alone, to the same bytes

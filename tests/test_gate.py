@@ -31,6 +31,8 @@ def _comparisons(*verdicts: str, exploratory: bool = False) -> pd.DataFrame:
 
 
 CONTROLS = pd.DataFrame([{"control": "throughput/cpu/lenet5/infer-b4-aa-pytorch", "passed": True,
+                          "framework": "pytorch", "model": "lenet5", "phase": "infer",
+                          "batch_size": 4, "device": "cpu",
                           "ratio": 1.004, "note": "passed: equivalent to 1 over 8 pairs"}])
 
 
@@ -117,21 +119,24 @@ def test_a_run_needs_aa_controls_that_pass():
     [none] = _reasons(controls=None)
     assert none.startswith("A/A controls: no A/A controls")
     failed = pd.DataFrame([{"control": "throughput/cpu/lenet5/train-b4-aa-tensorflow",
+                            "framework": "tensorflow", "model": "lenet5", "phase": "train",
+                            "batch_size": 4, "device": "cpu",
                             "passed": False, "ratio": 1.0834,
                             "note": "failed: the design found a difference between a cell and "
                                     "itself (1.083, interval excluding 1), a false positive"},
                            *CONTROLS.to_dict("records")])
     assert _reasons(controls=failed) == [
-        "A/A controls: The A/A control throughput/cpu/lenet5/train-b4-aa-tensorflow failed "
-        "(ratio 1.083): the design found a difference between a cell and itself (1.083, "
+        "A/A controls: TensorFlow's A/A control of lenet5 training at batch 4 on the CPU failed "
+        "(ratio 1.08): the design found a difference between a cell and itself (1.083, "
         "interval excluding 1), a false positive."]
 
 
 def test_each_undecided_or_exploratory_comparison_is_a_reason():
     reasons = _reasons(comparisons=_comparisons("tensorflow_faster", "inconclusive",
                                                 "inconclusive"))
-    assert reasons == [f"headline comparisons: The comparison `throughput/cpu/lenet5/infer-b{k}` "
-                       "is inconclusive: the plan states no power for undecided comparisons."
+    assert reasons == [f"headline comparisons: The comparison of "
+                       f"`throughput/cpu/lenet5/infer-b{k}` is inconclusive: the plan states no "
+                       "power for undecided comparisons."
                        for k in (2, 3)]
     [hint] = _reasons(comparisons=_comparisons("pytorch_faster", exploratory=True))
     assert "reads PyTorch faster only as a hint (exploratory): the plan states no power" in hint

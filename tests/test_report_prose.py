@@ -5,6 +5,7 @@ rows."""
 
 from __future__ import annotations
 
+import html
 import re
 from html.parser import HTMLParser
 
@@ -72,3 +73,26 @@ def test_the_not_estimable_comparisons_the_method_counts_are_rows_of_the_sensiti
         assert rows == 0
     else:
         assert int(said.group(2)) == rows <= int(said.group(1))
+
+
+# What tells a developer where to look, and a reader nothing: paths, the statistics' file
+# names, config keys and cell ids ("throughput/cpu/pytorch/...").
+DEVELOPER_WORDS = re.compile(r"\S*(?:presets/|docs/|stats/|tables/|\.ya?ml\b|\.csv\b|"
+                             r"config key|config experiment|throughput/)\S*")
+
+
+@pytest.mark.parametrize("run", SHIPPED, ids=lambda p: p.name)
+def test_what_was_not_measured_and_the_captions_read_as_sentences_for_a_reader(run):
+    page = (run / "report" / "report.html").read_text()
+    left_out = re.search(r'<div id="unmeasured-list">(.*?)</div>', page, re.S).group(1)
+    captions = re.findall(r"<(figcaption|caption)\b[^>]*>(.*?)</\1>", page, re.S)
+    for text in (left_out, *(c for _, c in captions)):
+        words = html_text(text)
+        assert not DEVELOPER_WORDS.findall(words), words
+    items = re.findall(r"<li>(.*?)</li>", left_out, re.S)
+    assert all(html_text(i)[:1].isupper() for i in items), items
+
+
+def html_text(fragment: str) -> str:
+    """A fragment of the page as its reader sees the words."""
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment))

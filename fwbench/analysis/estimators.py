@@ -195,31 +195,24 @@ def hodges_lehmann(x, y, confidence: float = 0.95) -> ShiftEstimate:
 def mann_whitney_test(x, y) -> tuple[float, float, str]:
     """(U of x, two-sided p, method): the Mann-Whitney test that ``hodges_lehmann`` inverts.
 
-    U counts pairs with x > y, ties as one half (scipy's convention). The p-value comes from the
-    same null law as the interval: exact (``mann_whitney_pmf``) up to m*n = 2500, whatever the
-    sample sizes (scipy switches to the normal law above 8 per side), else the normal law with
-    a continuity correction. So the 1 - a interval excludes a zero shift exactly when p <= a.
-    Ties are scored as halves; the exact law then ignores them, as scipy's exact method does.
+    scipy's ``mannwhitneyu``: U counts pairs with x > y, ties as one half. The p-value comes
+    from the null law the interval reads (``mann_whitney_pmf``): exact up to m*n = 2500,
+    whatever the sample sizes (scipy's "auto" turns to the normal law above 8 per side), else
+    the normal law with a continuity correction. So, without ties, the 1 - a interval excludes
+    a zero shift exactly when p <= a; with ties scipy's p is the larger (its exact law counts a
+    half-integer U as the next whole one, its normal law corrects the variance for ties).
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     m, n = x.size, y.size
     if m == 0 or n == 0:
         return math.nan, math.nan, "no data"
-    ys = np.sort(y)
-    below = np.searchsorted(ys, x, side="left")
-    equal = np.searchsorted(ys, x, side="right") - below
-    u = float(below.sum() + 0.5 * equal.sum())
-    tail = min(u, m * n - u)
-    if m * n <= EXACT_MW_LIMIT:
-        cdf = np.cumsum(mann_whitney_pmf(m, n))
-        p = 2.0 * float(cdf[int(math.floor(tail + 1e-9))])
-        method = "exact Mann-Whitney null distribution"
-    else:
-        sd = math.sqrt(m * n * (m + n + 1) / 12.0)
-        p = 2.0 * float(ndtr((tail + 0.5 - m * n / 2.0) / sd))
-        method = "normal approximation to the Mann-Whitney null distribution"
-    return u, min(1.0, p), method
+    exact = m * n <= EXACT_MW_LIMIT
+    res = sps.mannwhitneyu(x, y, alternative="two-sided",
+                           method="exact" if exact else "asymptotic")
+    method = ("exact Mann-Whitney null distribution" if exact
+              else "normal approximation to the Mann-Whitney null distribution")
+    return float(res.statistic), min(1.0, float(res.pvalue)), method
 
 
 def _jt_statistic(groups) -> float:
@@ -408,22 +401,22 @@ def t_test(x, null: float = 0.0, alternative: str = "two-sided") -> tuple[float,
 def sign_flip_test(d, *, seed: int = 0) -> tuple[float, str]:
     """(two-sided p, method) of the sign-flip permutation test that paired differences ``d``
     are centred on 0: under that null each difference is as likely negative as positive, so
-    the |mean| is compared with its value under every one of the 2^n sign vectors (exact up to
-    SIGN_FLIP_EXACT_MAX pairs, else SIGN_FLIP_DRAWS seeded draws, p = (1 + hits) / (1 + draws)).
-    Its smallest p is 2 / 2^n: 8 pairs cannot go below 0.0078."""
+    the mean is compared with its value under every one of the 2^n sign vectors (scipy's
+    ``permutation_test`` of one sample; exact up to SIGN_FLIP_EXACT_MAX pairs, else
+    SIGN_FLIP_DRAWS draws from ``seed``, p = (1 + hits) / (1 + draws)). Its smallest p is
+    2 / 2^n: 8 pairs cannot go below 0.0078."""
     d = np.asarray(d, dtype=float)
     n = d.size
     if n == 0:
         return math.nan, "no pairs"
-    observed = abs(float(d.mean())) - 1e-12 * max(1.0, float(np.abs(d).max()))
-    if n <= SIGN_FLIP_EXACT_MAX:
-        signs = 1 - 2 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)
-        means = np.abs(signs @ d) / n
-        return float(np.mean(means >= observed)), f"exact, all {2 ** n} sign vectors"
-    rng = np.random.default_rng(seed)
-    signs = rng.choice([-1.0, 1.0], size=(SIGN_FLIP_DRAWS, n))
-    hits = int(np.sum(np.abs(signs @ d) / n >= observed))
-    return (1 + hits) / (1 + SIGN_FLIP_DRAWS), f"{SIGN_FLIP_DRAWS} random sign vectors"
+    if n == 1:  # its two sign vectors have the same |mean| (scipy asks for two values)
+        return 1.0, "exact, all 2 sign vectors"
+    exact = n <= SIGN_FLIP_EXACT_MAX
+    res = sps.permutation_test((d,), np.mean, permutation_type="samples", vectorized=True,
+                               n_resamples=np.inf if exact else SIGN_FLIP_DRAWS,
+                               alternative="two-sided", rng=seed)
+    return float(res.pvalue), (f"exact, all {2 ** n} sign vectors" if exact
+                               else f"{SIGN_FLIP_DRAWS} random sign vectors")
 
 
 def brunner_munzel(x, y) -> tuple[float, float, str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from fwbench.analysis.claims.numbers import fmt
-from fwbench.analysis.claims.wording import OUTCOME_LABELS, count, join
+from fwbench.analysis.claims.wording import OUTCOME_LABELS, count, join, label, pair_name
 from fwbench.analysis.controls import passed
 from fwbench.measure.telemetry.outside import NO_OUTSIDE, outside_busy
 
@@ -166,13 +166,23 @@ def aa_controls(controls: pd.DataFrame | None) -> tuple[bool, list[str]]:
                        "design's own false-positive rate is unknown."]
     failed = controls[~passed(controls)]
     if len(failed):
-        return False, [f"The A/A control {name} failed (ratio {ratio:.3f}): "
-                       f"{note.removeprefix('failed: ')}."
-                       for name, ratio, note in zip(failed["control"], failed["ratio"],
-                                                    failed["note"])]
+        return False, [f"{_control_name(row)} failed (ratio {fmt(row['ratio'], 'ratio')}): "
+                       f"{str(row['note']).removeprefix('failed: ')}."
+                       for _, row in failed.iterrows()]
     return True, [f"Every A/A control passed ({count(len(controls), 'control')}): "
-                  + "; ".join(f"{name} {ratio:.3f}" for name, ratio in
-                              zip(controls["control"], controls["ratio"])) + "."]
+                  + "; ".join(f"{_control_name(row)} (ratio {fmt(row['ratio'], 'ratio')})"
+                              for _, row in controls.iterrows()) + "."]
+
+
+def _control_name(row) -> str:
+    """An A/A control in words, as page 1 names it: "PyTorch's A/A control of lenet5 inference
+    at batch 4 on the CPU"."""
+    return f"{label(row.get('framework', ''))}'s A/A control of {_name(row, 'control')}"
+
+
+def _name(row, key: str) -> str:
+    """A comparison or control in words where its row has the axes, else its id ``key``."""
+    return pair_name(row) or f"`{row[key]}`"
 
 
 def headline(comparisons: pd.DataFrame, statistics: dict | None = None
@@ -186,8 +196,9 @@ def headline(comparisons: pd.DataFrame, statistics: dict | None = None
     hint = comparisons["verdict"].isin(DECIDED) & (exploratory == "true")
     undecided = comparisons[~comparisons["verdict"].isin(DECIDED) | hint]
     rule = (statistics or {}).get("sizing")
-    powered = [_powered(row, rule, statistics) for row in undecided.itertuples()]
-    failed = [(row, why) for row, (ok, why) in zip(undecided.itertuples(), powered) if not ok]
+    rows = [row for _, row in undecided.iterrows()]
+    powered = [_powered(row, rule, statistics) for row in rows]
+    failed = [(row, why) for row, (ok, why) in zip(rows, powered) if not ok]
     if not failed:
         return True, [f"Every headline comparison is decided "
                       f"({count(len(comparisons), 'comparison')})."
@@ -195,7 +206,7 @@ def headline(comparisons: pd.DataFrame, statistics: dict | None = None
                       f"Every headline comparison is decided, or undecided with the power the "
                       f"plan promised ({count(len(comparisons), 'comparison')}: "
                       + "; ".join(why for _, why in powered) + ")."]
-    return False, [f"The comparison `{row.pair_id}` "
+    return False, [f"The comparison of {_name(row, 'pair_id')} "
                    + (f"reads {OUTCOME_LABELS.get(row.verdict, row.verdict)} only as a hint "
                       "(exploratory)" if row.verdict in DECIDED else f"is {row.verdict}")
                    + f": {why}." for row, why in failed]
@@ -218,7 +229,7 @@ def _powered(row, rule: dict | None, statistics: dict | None) -> tuple[bool, str
     if not rule["ratio"] < row.ratio_ci_low <= row.ratio_ci_high < 1 / rule["ratio"]:
         return False, (f"its interval [{row.ratio_ci_low:.3f}, {row.ratio_ci_high:.3f}] reaches "
                        f"past {band}, the difference the plan's sizing rule promised to decide")
-    return True, (f"`{row.pair_id}` had {int(row.n_pairs_used)} pairs and its interval "
+    return True, (f"{_name(row, 'pair_id')} had {int(row.n_pairs_used)} pairs and its interval "
                   f"[{row.ratio_ci_low:.3f}, {row.ratio_ci_high:.3f}] lies within {band}")
 
 

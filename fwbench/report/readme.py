@@ -118,9 +118,9 @@ def _beyond_own(trials: pd.DataFrame) -> str:
         return "the rest was other work on the machine."
     other = trials["outside_busy_pct"].astype(float) / 100
     return ("the rest was the measurement's own work beside it (its sampler, its supervisor "
-            "and the workflow) and any other work: with the measurement's own left out, the processors outside a "
-            f"trial's own were busy {fmt(other.median(), 'level')} of the time (median; at "
-            f"most {fmt(other.max(), 'level')}).")
+            "and the workflow) and any other work: with the measurement's own left out, the "
+            f"processors outside a trial's own were busy {fmt(other.median(), 'level')} of "
+            f"the time (median; at most {fmt(other.max(), 'level')}).")
 
 
 def scope(trials: pd.DataFrame) -> str:

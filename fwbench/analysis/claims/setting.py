@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fwbench.analysis.claims.wording import join, missing, select_rows, unique
+from fwbench.analysis.claims.wording import DEVICE_NAMES, join, missing, select_rows, unique
 
 ANOTHER_SETTING = "measured in another setting"
 JUDGED = ("confirmed", "contradicted", "equivalent", "inconclusive")
@@ -28,7 +28,7 @@ CONDITIONS = ("dataset", "input_shape", "device", "precision")
 AXIS_NAMES = {"dataset": "dataset", "input_shape": "input shape", "device": "device",
               "precision": "precision", "model": "models", "profile": "settings profile",
               "mode": "execution mode"}
-VALUE_NAMES = {"cuda": "GPU", "cpu": "CPU", "synthetic": "synthetic tensors", "mnist": "MNIST",
+VALUE_NAMES = {**DEVICE_NAMES, "synthetic": "synthetic tensors", "mnist": "MNIST",
                "mnist_5k": "MNIST 5k subset", "cifar10": "CIFAR-10",
                "imagenet": "ImageNet subset", "generated": "generated stand-in files"}
 

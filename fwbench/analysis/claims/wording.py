@@ -15,6 +15,9 @@ FRAMEWORK_LABELS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
 OUTCOME_LABELS = {"pytorch_faster": "PyTorch faster", "tensorflow_faster": "TensorFlow faster",
                   "equivalent": "equivalent", "inconclusive": "inconclusive"}
 
+DEVICE_NAMES = {"cuda": "GPU", "cpu": "CPU"}
+PHASE_WORDS = {"train": "training", "infer": "inference"}
+
 # Axis columns that name a pair, in the order a label lists them.
 PAIR_AXES = ["experiment", "device", "model", "phase", "batch_size", "input_shape", "precision",
              "mode", "profile", "optimizer", "world_size"]
@@ -149,3 +152,16 @@ def unique(frame, column: str) -> list[str]:
     if column not in frame:
         return []
     return sorted({text(v) for v in frame[column] if not missing(v)})
+
+
+def pair_name(row) -> str:
+    """A comparison or cell in words, as prose names it: "resnet18 training at batch 4 on the
+    CPU" (its columns model, phase, batch_size and device, those it has)."""
+    words = [text(row["model"])] if "model" in row.index else []
+    if "phase" in row.index:
+        words.append(PHASE_WORDS.get(str(row["phase"]), str(row["phase"])))
+    if "batch_size" in row.index:
+        words.append(f"at batch {text(row['batch_size'])}")
+    if "device" in row.index:
+        words.append(f"on the {DEVICE_NAMES.get(str(row['device']), str(row['device']))}")
+    return " ".join(words)

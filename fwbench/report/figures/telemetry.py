@@ -8,6 +8,7 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
+from fwbench.analysis.claims import wording
 from fwbench.report.figures import style
 
 # --- a per-trial value per cell: energy per sample ----------------------------------------
@@ -107,7 +108,9 @@ def telemetry_trace(trace, folder: Path, *, key="telemetry_trace", chosen: str =
                        ncols=len(handles))
         file = style.save(fig, folder, f"{key}.svg")
     first = trace.iloc[0]
-    caption = (f"{title}: trial {int(first['trial'])} of {first['cell_id']}, {chosen}. "
+    cell = (f"{wording.label(first['framework'])}'s {wording.pair_name(first)}"
+            if "framework" in first.index else str(first["cell_id"]))
+    caption = (f"{title}: trial {int(first['trial'])} of {cell}, {chosen}. "
                "Before 0 the process starts, imports its framework and builds the model; the "
                "shaded spans are the harness's phases between its markers. CPU utilization is "
                "the whole machine's." + (f" No reading of: {', '.join(lacking)}." if lacking

@@ -140,7 +140,7 @@ def latency_ecdf(iterations, trials, folder: Path, *, key="latency_ecdf",
                    for f in style.FRAMEWORK_COLOURS]
         fig.legend(handles=handles, loc="outside lower center", frameon=False, ncols=2)
         file = style.save(fig, folder, f"{key}.svg")
-    more = (f" The first {len(shown)} of {len(pairs)} pairs are drawn; stats/latency.csv has "
+    more = (f" The first {len(shown)} of {len(pairs)} pairs are drawn; the latency table has "
             "every cell." if len(pairs) > len(shown) else "")
     caption = (f"{title} ({phase}): the share of single iterations (one batch each) finished "
                "within a time, per matched pair; thick: the pooled ok trials of each framework, "

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pandas as pd
 
 from fwbench.analysis.claims import VERDICTS, wording
-from fwbench.analysis.claims.setting import VALUE_NAMES
 from fwbench.analysis.controls import passed as control_passed
 from fwbench.report.inputs import Inputs
 from fwbench.report.sections.reproduction import tally
@@ -27,9 +26,10 @@ def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures:
         rated = comparisons[comparisons["ratio"].notna()]
         kinds = [wording.outcome(r) for _, r in rated.iterrows()]
         low, high = rated.loc[rated["ratio"].idxmin()], rated.loc[rated["ratio"].idxmax()]
-        spread = (f"was {wording.ratio(low['ratio'])} ({pair_name(low)})" if len(rated) == 1
-                  else f"ranged from {wording.ratio(low['ratio'])} ({pair_name(low)}) to "
-                  f"{wording.ratio(high['ratio'])} ({pair_name(high)})")
+        named = {k: f"{wording.ratio(r['ratio'])} ({wording.pair_name(r)})"
+                 for k, r in (("low", low), ("high", high))}
+        spread = (f"was {named['low']}" if len(rated) == 1
+                  else f"ranged from {named['low']} to {named['high']}")
         out.append(
             f"PyTorch's time divided by TensorFlow's {spread}. PyTorch was faster in "
             f"{kinds.count('pytorch_faster')} of {len(kinds)} matched pairs, "
@@ -102,18 +102,3 @@ def _exploratory_clause(rated: pd.DataFrame) -> str:
         return ""
     every = "every one of these verdicts is" if hints == len(rated) else f"{hints} of them are"
     return f"; {every} exploratory, a hint rather than a finding"
-
-
-def pair_name(row) -> str:
-    """A comparison in words: "resnet18 training at batch 4 on the CPU"."""
-    words = [str(row["model"])] if "model" in row.index else []
-    if "phase" in row.index:
-        words.append(PHASE_WORDS.get(str(row["phase"]), str(row["phase"])))
-    if "batch_size" in row.index:
-        words.append(f"at batch {row['batch_size']}")
-    if "device" in row.index:
-        words.append(f"on the {VALUE_NAMES.get(str(row['device']), str(row['device']))}")
-    return " ".join(words)
-
-
-PHASE_WORDS = {"train": "training", "infer": "inference"}

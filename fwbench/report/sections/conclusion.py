@@ -12,7 +12,6 @@ from fwbench.analysis.controls import passed as control_passed
 from fwbench.analysis.gate import failures
 from fwbench.report.inputs import Inputs
 from fwbench.report.sections import machine
-from fwbench.report.sections.abstract import pair_name
 from fwbench.report.sections.preliminary import is_preliminary
 
 
@@ -46,7 +45,7 @@ def _shows(rated: pd.DataFrame, trials: pd.DataFrame) -> str:
         rows = rated[rated["verdict"] == verdict]
         if len(rows):
             groups.append(f"{wording.OUTCOME_LABELS[verdict]} in "
-                          + wording.join(f"{pair_name(r)} ({wording.ratio(r['ratio'])})"
+                          + wording.join(f"{wording.pair_name(r)} ({wording.ratio(r['ratio'])})"
                                          for _, r in rows.iterrows()))
     where = machine.holds_for(trials, "These hold").removesuffix(".")
     return (f"PyTorch's time over TensorFlow's reads {'; '.join(groups)}."
@@ -64,7 +63,7 @@ def _would_change(rated: pd.DataFrame, controls: pd.DataFrame) -> str:
         gap = pd.concat([faster["ratio_ci_low"].astype(float).map(math.log),
                          -faster["ratio_ci_high"].astype(float).map(math.log)], axis=1).max(axis=1)
         nearest = faster.loc[gap.idxmin()]
-        text = (f"The \"faster\" verdict nearest to changing is {pair_name(nearest)}: its "
+        text = (f"The \"faster\" verdict nearest to changing is {wording.pair_name(nearest)}: its "
                 f"interval [{wording.ratio(nearest['ratio_ci_low'])}, "
                 f"{wording.ratio(nearest['ratio_ci_high'])}] stops "
                 f"{wording.percent(math.expm1(gap.min()))} short of 1. ")

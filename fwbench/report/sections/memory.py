@@ -110,9 +110,9 @@ def memory_comparison_table(numbering: tables.Numbering, data: Inputs, tested,
             formatting.cell_text(row, "p_adjusted", notes, "no test", wording.fmt_p),
             _memory_verdict(row, notes),
         ])
-    families, sizes = wording.unique(frame, "family"), wording.unique(frame, "family_size")
-    family = (f" ({wording.join(families)}: {wording.join(sizes)} comparisons, the peaks that "
-              "vary)" if families and sizes else "")
+    sizes = wording.unique(frame, "family_size")
+    family = (f" ({wording.count(wording.join(sizes), 'comparison')}, the peaks that vary)"
+              if sizes else "")
     caption = ("PyTorch's median peak memory over TensorFlow's per matched pair (above 1: "
                "PyTorch uses more), with the statistics of time: the Hodges-Lehmann interval of "
                f"the log peaks at the Bonferroni level of its family{family}, the exact "

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from fwbench.analysis.claims import min_trials, wording
+from fwbench.analysis.claims.numbers import fmt
 from fwbench.report.inputs import Inputs
 
 # The p-value florencio2019 reports for each of its five hypotheses (Results, paired Wilcoxon).
@@ -18,8 +21,9 @@ def context(data: Inputs, facts: dict) -> list[str]:
                    f"from fewer than {least} trials is wide, and verdicts drawn from it are "
                    "fragile.")
     if facts["devices"] == ["cpu"]:
-        out.append("Only the CPU was measured: every GPU claim is left as not measured, and "
-                   "CPU numbers from a shared virtual machine vary with its neighbours.")
+        out.append("Only the CPU was measured: every GPU claim is left as not measured.")
+    if "cpu" in facts["devices"]:
+        out.append(_host(data.trials))
     if "defaults" not in facts["profiles"]:
         out.append("Only the matched settings profile was run; the papers measured each "
                    "framework as it comes, so no claim can be confirmed or contradicted here: "
@@ -35,3 +39,18 @@ def context(data: Inputs, facts: dict) -> list[str]:
                "use the pairing our trials do have (trial k of both frameworks ran back to "
                "back) and intervals instead.")
     return out
+
+
+def _host(trials: pd.DataFrame) -> str:
+    """What the host of a virtual machine can do that nothing inside it sees, beside the work
+    beside the trials that the machine does show (the trials' outside_busy_pct)."""
+    sentence = ("The host: the processors of a shared virtual machine can slow down for seconds "
+                "to minutes, unseen from inside it; a slow spell over one trial of a pair and not "
+                "the other widens that pair's spread, which the A/A controls measure")
+    busy = pd.to_numeric(trials.get("outside_busy_pct", pd.Series(dtype=float)),
+                         errors="coerce").dropna()
+    if len(busy):
+        sentence += (". Other work, which the machine does show, kept the processors outside a "
+                     f"trial's own busy at most {fmt(busy.max() / 100, 'level')} of the time "
+                     "while it was timed")
+    return sentence + "."

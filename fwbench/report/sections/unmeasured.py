@@ -1,8 +1,20 @@
 """What this run did not measure: every figure, table and section left out of the paper
-because the run has no data for it, with the reason, in one paragraph. Nothing unmeasured is
-drawn; this paragraph is where it is named."""
+because the run has no data for it, with the reason, one item per reason. Nothing unmeasured
+is drawn; this list is where it is named."""
 
 from __future__ import annotations
+
+import re
+
+# A reason as a reader of the paper reads it: a preset by its name, and without the paths,
+# tables and config keys that tell a developer where to look.
+FOR_READERS = [
+    (re.compile(r"presets/([\w-]+)\.yaml"), r"the \1 preset"),
+    (re.compile(r"\s*\((?:config key|config experiment)[^()]*\)"), ""),
+    (re.compile(r"\s*\([^()]*\b[\w/-]+\.(?:md|csv|yaml)\b[^()]*\)"), ""),
+    (re.compile(r"\bmeasured on cpu\b"), "measured on the CPU"),
+    (re.compile(r"\bmeasured on cuda\b"), "measured on a GPU"),
+]
 
 
 def context(figures: dict, context: dict) -> list[str]:
@@ -25,7 +37,11 @@ def context(figures: dict, context: dict) -> list[str]:
         leave_out("the ablation of each setting", context["why"]["absent"])
     if context["memory"]["untested"]:
         leave_out("PyTorch against TensorFlow in memory", context["memory"]["untested"])
-    return [f"{'; '.join(titles)}: {reason}." for reason, titles in groups.items()]
+    return [_capital(f"{'; '.join(titles)}: {reason}.") for reason, titles in groups.items()]
+
+
+def _capital(sentence: str) -> str:
+    return sentence[:1].upper() + sentence[1:]
 
 
 def _tables(context: dict) -> list[tuple[str, dict]]:
@@ -42,6 +58,8 @@ def _clause(reason: str) -> str:
     """A left-out item's reason as a clause: without "Not drawn:" or "No …:" heads and the
     final full stop."""
     reason = " ".join(str(reason).split())
+    for pattern, replacement in FOR_READERS:
+        reason = pattern.sub(replacement, reason)
     for head in ("Not drawn: ", "Not drawn. "):
         reason = reason.removeprefix(head)
     if reason.startswith("No ") and ": " in reason.split(".")[0]:
