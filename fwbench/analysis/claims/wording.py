@@ -154,14 +154,33 @@ def unique(frame, column: str) -> list[str]:
     return sorted({text(v) for v in frame[column] if not missing(v)})
 
 
-def pair_name(row) -> str:
+def pair_name(row, also=()) -> str:
     """A comparison or cell in words, as prose names it: "resnet18 training at batch 4 on the
-    CPU" (its columns model, phase, batch_size and device, those it has)."""
-    words = [text(row["model"])] if "model" in row.index else []
-    if "phase" in row.index:
-        words.append(PHASE_WORDS.get(str(row["phase"]), str(row["phase"])))
-    if "batch_size" in row.index:
-        words.append(f"at batch {text(row['batch_size'])}")
-    if "device" in row.index:
-        words.append(f"on the {DEVICE_NAMES.get(str(row['device']), str(row['device']))}")
-    return " ".join(words)
+    CPU" (its columns model, phase, batch_size and device, those it has), then the ``also``
+    axes that tell it from the others ("with adam", "over 2 processes")."""
+    return " ".join(_axis_words(axis, row.get(axis))
+                    for axis in ("model", "phase", "batch_size", "device", *also)
+                    if not missing(row.get(axis)))
+
+
+def _axis_words(axis: str, value) -> str:
+    if axis == "phase":
+        return PHASE_WORDS.get(str(value), str(value))
+    if axis == "batch_size":
+        return f"at batch {text(value)}"
+    if axis == "device":
+        return f"on the {DEVICE_NAMES.get(str(value), str(value))}"
+    if axis == "optimizer":
+        return f"with {text(value)}"
+    if axis == "world_size":
+        return f"over {count(int(value), 'process', 'processes')}"
+    return text(value) if axis == "model" else f"{axis.replace('_', ' ')} {text(value)}"
+
+
+def telling_apart(frame) -> list[str]:
+    """The pair axes a name needs beyond those ``pair_name`` always writes: those that still
+    vary between rows of ``frame`` alike in model, phase, batch size and device."""
+    named = [a for a in ("model", "phase", "batch_size", "device") if a in frame]
+    alike = frame.astype(str).groupby(named) if named else None
+    return [a for a in PAIR_AXES if a in frame and a not in named and a != "experiment"
+            and alike is not None and alike[a].nunique().max() > 1]

@@ -108,8 +108,8 @@ def telemetry_trace(trace, folder: Path, *, key="telemetry_trace", chosen: str =
                        ncols=len(handles))
         file = style.save(fig, folder, f"{key}.svg")
     first = trace.iloc[0]
-    cell = (f"{wording.label(first['framework'])}'s {wording.pair_name(first)}"
-            if "framework" in first.index else str(first["cell_id"]))
+    cell = (str(first["cell_id"]) if wording.missing(first.get("framework"))
+            else f"{wording.label(first['framework'])}'s {wording.pair_name(first)}")
     caption = (f"{title}: trial {int(first['trial'])} of {cell}, {chosen}. "
                "Before 0 the process starts, imports its framework and builds the model; the "
                "shaded spans are the harness's phases between its markers. CPU utilization is "

@@ -26,7 +26,8 @@ def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures:
         rated = comparisons[comparisons["ratio"].notna()]
         kinds = [wording.outcome(r) for _, r in rated.iterrows()]
         low, high = rated.loc[rated["ratio"].idxmin()], rated.loc[rated["ratio"].idxmax()]
-        named = {k: f"{wording.ratio(r['ratio'])} ({wording.pair_name(r)})"
+        also = wording.telling_apart(rated)
+        named = {k: f"{wording.ratio(r['ratio'])} ({wording.pair_name(r, also)})"
                  for k, r in (("low", low), ("high", high))}
         spread = (f"was {named['low']}" if len(rated) == 1
                   else f"ranged from {named['low']} to {named['high']}")

@@ -15,6 +15,10 @@ from fwbench.report.sections import machine
 from fwbench.report.sections.preliminary import is_preliminary
 
 
+# A verdict's comparisons are listed by name up to this many, else counted with their range.
+LISTED = 4
+
+
 def context(data: Inputs) -> list[str]:
     """The conclusion's sentences."""
     rated = data.comparisons[data.comparisons["ratio"].notna()] \
@@ -40,13 +44,17 @@ def _preliminary(gate: pd.DataFrame) -> str:
 
 def _shows(rated: pd.DataFrame, trials: pd.DataFrame) -> str:
     """Each decided comparison, grouped by its verdict, with its ratio."""
-    groups = []
+    groups, also = [], wording.telling_apart(rated)
     for verdict in ("pytorch_faster", "tensorflow_faster", "equivalent", "inconclusive"):
         rows = rated[rated["verdict"] == verdict]
-        if len(rows):
-            groups.append(f"{wording.OUTCOME_LABELS[verdict]} in "
-                          + wording.join(f"{wording.pair_name(r)} ({wording.ratio(r['ratio'])})"
-                                         for _, r in rows.iterrows()))
+        if len(rows) > LISTED:  # a count and a range, not a list the reader cannot hold
+            groups.append(f"{wording.OUTCOME_LABELS[verdict]} in {len(rows)} comparisons "
+                          f"({wording.ratio(rows['ratio'].min())} to "
+                          f"{wording.ratio(rows['ratio'].max())})")
+        elif len(rows):
+            groups.append(f"{wording.OUTCOME_LABELS[verdict]} in " + wording.join(
+                f"{wording.pair_name(r, also)} ({wording.ratio(r['ratio'])})"
+                for _, r in rows.iterrows()))
     where = machine.holds_for(trials, "These hold").removesuffix(".")
     return (f"PyTorch's time over TensorFlow's reads {'; '.join(groups)}."
             + (f" {where}, not for processors in general." if where else
@@ -59,16 +67,20 @@ def _would_change(rated: pd.DataFrame, controls: pd.DataFrame) -> str:
     text = ""
     faster = rated[rated["verdict"].isin(["pytorch_faster", "tensorflow_faster"])]
     if len(faster):
-        # how far each interval stops short of 1, on the log scale
-        gap = pd.concat([faster["ratio_ci_low"].astype(float).map(math.log),
-                         -faster["ratio_ci_high"].astype(float).map(math.log)], axis=1).max(axis=1)
-        nearest = faster.loc[gap.idxmin()]
-        text = (f"The \"faster\" verdict nearest to changing is {wording.pair_name(nearest)}: its "
-                f"interval [{wording.ratio(nearest['ratio_ci_low'])}, "
-                f"{wording.ratio(nearest['ratio_ci_high'])}] stops "
-                f"{wording.percent(math.expm1(gap.min()))} short of 1. ")
-    text += ("Another kind of processor can reverse a verdict: the same configuration has read "
-             "the other way on an AMD and an Intel host, so these verdicts are not general.")
+        # the bound of each interval nearest to 1, and how far it lies from 1 on the log scale
+        pytorch = faster["verdict"] == "pytorch_faster"
+        bound = faster["ratio_ci_high"].where(pytorch, faster["ratio_ci_low"]).astype(float)
+        nearest = faster.loc[bound.map(math.log).abs().idxmin()]
+        near = float(bound[nearest.name])
+        side = "below" if near < 1 else "above"
+        text = (f"The \"faster\" verdict nearest to changing is "
+                f"{wording.pair_name(nearest, wording.telling_apart(rated))}: its interval "
+                f"[{wording.ratio(nearest['ratio_ci_low'])}, "
+                f"{wording.ratio(nearest['ratio_ci_high'])}] ends "
+                f"{wording.percent(abs(near - 1))} {side} 1. ")
+    text += ("Another kind of processor can reverse a verdict: the default configuration has "
+             "read two of its four comparisons the other way on an AMD and an Intel host, so no "
+             "verdict here is general.")
     if len(controls):
         ok = control_passed(controls)
         text += (" Its A/A controls, the run's own check of false positives, "

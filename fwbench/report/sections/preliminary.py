@@ -10,7 +10,7 @@ from fwbench.report.inputs import Inputs
 # How each check reads as a heading.
 TITLES = {"one measuring code": "One version of what measures",
           "one processor kind": "One kind of processor", "quiet": "A quiet machine",
-          "A/A controls": "A/A controls", "headline comparisons": "Decided comparisons"}
+          "A/A controls": "A/A controls", "headline comparisons": "Every comparison decided"}
 SUMMARY = ("This run is preliminary: it did not pass the gate a run passes before it ships as "
            "evidence (docs/report.md, \"Shipping a run\"). Its numbers are what was measured, "
            "but its verdicts on the published claims count toward no finding, here or across "

@@ -90,7 +90,7 @@ def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) 
             formatting.cell_text(row, "ratio", notes, no_ratio, wording.sig),
             formatting.with_level(interval, level, uniform, joint),
             *(method if per_row_method else []),
-            formatting.cell_text(row, "mannwhitney_p", notes, "too few trials for a test",
+            formatting.cell_text(row, _test_p(row), notes, "too few trials for a test",
                                  wording.fmt_p),
             formatting.cell_text(row, "p_adjusted", notes, "no adjusted p (no test)",
                                  wording.fmt_p),
@@ -99,9 +99,11 @@ def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) 
         ])
     interval = (f" Interval: {methods[0]}." if len(methods) == 1 else
                 "" if methods else " No interval method was recorded.")
-    caption = ("The time ratio per matched pair with its interval, the Mann-Whitney U test on "
-               "the trials' values (raw, and adjusted within the family) and Cliff's delta "
-               "(above 0: PyTorch slower). The intervals of one family hold together "
+    tests = ({TEST_NAMES[_test_p(row)] for _, row in frame.iterrows()}
+             or {TEST_NAMES["paired_p"]})
+    caption = ("The time ratio per matched pair with its interval, the p of the test that "
+               f"interval inverts, {' or '.join(sorted(tests))} (raw, and adjusted within the "
+               "family), and Cliff's delta (above 0: PyTorch slower). The intervals of one family hold together "
                f"{formatting.level_phrase(None, joint)} (Section 2.6); the verdict reads the "
                f"interval alone.{interval}{_family_level_sentence(uniform, joint)} "
                f"{tables.constant(frame, wording.PAIR_AXES)}. "
@@ -114,6 +116,16 @@ def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) 
                         rows, notes, f"No comparison: {why}.",
                         classes=[""] * len(axes) + ["num", "num"] + ([""] if per_row_method else [])
                         + ["num", "num", "", ""])
+
+
+# The test a comparison's interval inverts, whose p `p_adjusted` adjusts: the paired t where
+# the trials pair, else the Mann-Whitney U (fwbench.analysis.comparisons).
+TEST_NAMES = {"paired_p": "the paired t test of the pairs' log ratios",
+              "mannwhitney_p": "the Mann-Whitney U test of the trials' values"}
+
+
+def _test_p(row) -> str:
+    return "paired_p" if not wording.missing(row.get("paired_p")) else "mannwhitney_p"
 
 
 def control_table(numbering: tables.Numbering, data: Inputs) -> dict:

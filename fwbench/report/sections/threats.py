@@ -23,7 +23,7 @@ def context(data: Inputs, facts: dict) -> list[str]:
     if facts["devices"] == ["cpu"]:
         out.append("Only the CPU was measured: every GPU claim is left as not measured.")
     if "cpu" in facts["devices"]:
-        out.append(_host(data.trials))
+        out.append(_host(data.trials, has_controls=len(data.controls) > 0))
     if "defaults" not in facts["profiles"]:
         out.append("Only the matched settings profile was run; the papers measured each "
                    "framework as it comes, so no claim can be confirmed or contradicted here: "
@@ -41,12 +41,14 @@ def context(data: Inputs, facts: dict) -> list[str]:
     return out
 
 
-def _host(trials: pd.DataFrame) -> str:
+def _host(trials: pd.DataFrame, *, has_controls: bool) -> str:
     """What the host of a virtual machine can do that nothing inside it sees, beside the work
     beside the trials that the machine does show (the trials' outside_busy_pct)."""
     sentence = ("The host: the processors of a shared virtual machine can slow down for seconds "
                 "to minutes, unseen from inside it; a slow spell over one trial of a pair and not "
-                "the other widens that pair's spread, which the A/A controls measure")
+                "the other widens that pair's spread"
+                + (", which the A/A controls measure" if has_controls else
+                   ", and this run has no A/A controls to measure it"))
     busy = pd.to_numeric(trials.get("outside_busy_pct", pd.Series(dtype=float)),
                          errors="coerce").dropna()
     if len(busy):
