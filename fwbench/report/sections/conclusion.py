@@ -14,7 +14,6 @@ from fwbench.report.inputs import Inputs
 from fwbench.report.sections import machine
 from fwbench.report.sections.preliminary import is_preliminary
 
-
 # A verdict's comparisons are listed by name up to this many, else counted with their range.
 LISTED = 4
 

@@ -103,9 +103,10 @@ def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) 
              or {TEST_NAMES["paired_p"]})
     caption = ("The time ratio per matched pair with its interval, the p of the test that "
                f"interval inverts, {' or '.join(sorted(tests))} (raw, and adjusted within the "
-               "family), and Cliff's delta (above 0: PyTorch slower). The intervals of one family hold together "
-               f"{formatting.level_phrase(None, joint)} (Section 2.6); the verdict reads the "
-               f"interval alone.{interval}{_family_level_sentence(uniform, joint)} "
+               "family), and Cliff's delta (above 0: PyTorch slower). The intervals of one "
+               f"family hold together {formatting.level_phrase(None, joint)} (Section 2.6); "
+               f"the verdict reads the interval alone.{interval}"
+               f"{_family_level_sentence(uniform, joint)} "
                f"{tables.constant(frame, wording.PAIR_AXES)}. "
                + machine.holds_for(data.trials, "The ratios hold")).rstrip()
     why = data.problems.get("comparisons", "no matched pair was compared")
