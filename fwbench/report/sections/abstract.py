@@ -17,7 +17,8 @@ def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures:
     out.append(
         f"We measured {facts['n_cells']} cells ({wording.join(facts['models']) or 'no model'}; "
         f"{wording.join(facts['phases']) or 'no phase'}; "
-        f"batch sizes {', '.join(facts['batch_sizes'])}"
+        f"batch {'size' if len(facts['batch_sizes']) == 1 else 'sizes'} "
+        f"{', '.join(facts['batch_sizes'])}"
         f") of {versions} on {wording.join(facts['devices']) or 'no device'}, "
         f"in {facts['n_trials']} fresh-process trials of which {facts['n_ok']} ended ok."
         + _processor_clause(data.trials))
@@ -33,7 +34,7 @@ def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures:
                   else f"ranged from {named['low']} to {named['high']}")
         out.append(
             f"PyTorch's time divided by TensorFlow's {spread}. PyTorch was faster in "
-            f"{kinds.count('pytorch_faster')} of {len(kinds)} matched pairs, "
+            f"{kinds.count('pytorch_faster')} of {wording.count(len(kinds), 'matched pair')}, "
             f"TensorFlow in {kinds.count('tensorflow_faster')}; "
             f"{kinds.count('equivalent')} were equivalent and "
             f"{kinds.count('inconclusive')} inconclusive"

@@ -60,7 +60,7 @@ def describe(trials: pd.DataFrame) -> str:
     if system:
         clauses.append(f"under {_platform(system)}")
     if host:
-        clauses.append(f"on the host `{host}`")
+        clauses.append(f"on the host {host}")
     if hardware or system or host:
         sentences = [", ".join(clauses) + "."]
     else:

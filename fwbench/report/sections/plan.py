@@ -14,12 +14,13 @@ from fwbench.report.inputs import Inputs
 
 def meanings() -> dict[str, str]:
     """What each key of the plan means: the first sentence of its description in the config
-    schema, so the table says what the schema says."""
+    schema, so the table says what the schema says (its code marks dropped: a table cell is
+    plain text)."""
     from fwbench.plan.config import load_schema
 
     spec = load_schema()["properties"]["statistics"].get("properties", {})
-    return {key: " ".join(str(value.get("description", "")).split()).split(". ")[0].rstrip(".")
-            for key, value in spec.items()}
+    return {key: " ".join(str(value.get("description", "")).replace("`", "").split())
+            .split(". ")[0].rstrip(".") for key, value in spec.items()}
 
 
 def plan_value(key: str, value) -> str:

@@ -33,11 +33,12 @@ def context(data: Inputs, facts: dict) -> list[str]:
     out.append("Model equivalence: both frameworks build the same architecture from one spec; "
                "kernel choices (convolution algorithms, layouts) still differ, by design of each "
                "framework, and are part of what is compared.")
-    out.append("Published statistics: florencio2019 paired runs that were not paired and "
-               f"reports p = {wording.fmt_p(FLORENCIO_P)}, the floor the normal approximation "
-               "of the Wilcoxon signed-rank test reaches at n = 100, for five hypotheses; we "
-               "use the pairing our trials do have (trial k of both frameworks ran back to "
-               "back) and intervals instead.")
+    out.append("Published statistics: florencio2019 applied a paired test to samples that were "
+               "not paired (one script run per framework), and reports p = "
+               f"{wording.fmt_p(FLORENCIO_P)} for five hypotheses, the floor the normal "
+               "approximation of the Wilcoxon signed-rank test reaches at n = 100; we use the "
+               "pairing our trials do have (trial k of both frameworks ran back to back) and "
+               "intervals instead.")
     return out
 
 
