@@ -98,10 +98,11 @@ bench-external: $(INSTALLED)
 	$(BIN)/python benchmarks/external_timer.py --rounds 6
 
 # Pairs of trials as the pipeline runs them (one process after the other) against pairs whose
-# two processes take turns timing windows: the spread of the per-pair log ratios in each design.
+# two processes take turns timing windows: the spread of the per-pair log ratios in each design,
+# whether taking turns measures the same ratio, and the re-warm after a switch, step by step.
 .PHONY: bench-pairs
 bench-pairs: $(INSTALLED)
-	$(BIN)/python benchmarks/interleaved_pairs.py --pairs 8
+	$(BIN)/python benchmarks/interleaved_pairs.py --pairs 16 --rewarm 10
 
 # A/A controls: the same cell in both slots of 20 pairs per framework, as trials run now and
 # taking turns in an order drawn per round; how often a design calls the same thing different,

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # fwbench from this work tree
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from interleaved_pairs import DESIGNS, per_step  # noqa: E402
+from interleaved_pairs import DESIGNS, REWARM, per_step, rewarm_profile  # noqa: E402
 
 from fwbench.plan.config import load  # noqa: E402
 from fwbench.plan.sweep import Plan  # noqa: E402
@@ -52,7 +52,7 @@ def cells(plan: Plan, only: list[str]) -> dict[str, dict]:
     return chosen
 
 
-def main(config_path: str, pairs: int, only: list[str], seed: int) -> int:
+def main(config_path: str, pairs: int, only: list[str], seed: int, rewarm: int) -> int:
     from scipy import stats
 
     config = load(config_path)
@@ -69,16 +69,13 @@ def main(config_path: str, pairs: int, only: list[str], seed: int) -> int:
         for cell_id, settings in chosen.items():
             for design in list(DESIGNS)[:: 1 if k % 2 == 0 else -1]:
                 t0 = time.perf_counter()
-                first, second = DESIGNS[design](settings, settings, rng)
+                first, second = DESIGNS[design](settings, settings, rng, rewarm)
                 walls[cell_id, design] += time.perf_counter() - t0
                 a, b = (first, second) if k % 2 == 0 else (second, first)
                 ratios[cell_id, design].append(per_step(a.windows) / per_step(b.windows))
                 if design == "interleaved":
-                    for side in (a, b):
-                        waiting[cell_id] += side.waiting
-                        steady = per_step(side.windows) * 1e9
-                        rewarm[cell_id] += [[ns / steady for ns in steps]
-                                            for steps in side.rewarm_ns[1:]]
+                    waiting[cell_id] += a.waiting + b.waiting
+                    rewarm[cell_id] += rewarm_profile([a, b])
             print(f"pair {k + 1}/{pairs} {cell_id}: A/A " + ", ".join(
                 f"{d} {ratios[cell_id, d][-1]:.3f}" for d in DESIGNS), file=sys.stderr,
                 flush=True)
@@ -122,7 +119,9 @@ if __name__ == "__main__":
                         help="only cells whose id contains one of these (e.g. lenet5/infer)")
     parser.add_argument("--seed", type=int, default=20261128,
                         help="seed of the order of each interleaved round (printed)")
+    parser.add_argument("--rewarm", type=int, default=REWARM,
+                        help="untimed steps before every window after a process's first")
     args = parser.parse_args()
     if args.pairs < 2:
         parser.error(f"--pairs must be at least 2 for a deviation, got {args.pairs}")
-    sys.exit(main(args.config, args.pairs, args.cells, args.seed))
+    sys.exit(main(args.config, args.pairs, args.cells, args.seed, args.rewarm))

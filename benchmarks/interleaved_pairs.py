@@ -3,6 +3,7 @@ trials run as the pipeline runs them (one framework's process after the other's)
 whose two processes are alive together and time their windows in turn.
 
     python benchmarks/interleaved_pairs.py [--config config.yaml] [--pairs 8] [--cells lenet5]
+                                           [--rewarm 2]
 
 For every comparison of the config's plan (throughput cells, CPU), each pair k runs twice, in an
 order that swaps with k:
@@ -20,8 +21,9 @@ Each process is one trial's: the trial's settings, confined to its threads' proc
 fwbench.measure.child.load_backend (so the two processes of an interleaved pair share them, and
 the one waiting for its turn uses none), its step timed by fwbench.measure.harness.measure. A
 window is one measure call on the trial's schedule: the first warms up as the cell's trials do
-(``warmup.max``, none calibrated here), later ones ``REWARM`` steps, as the other process has
-since run on the processor. A side's value is its throughput, the mean time per step over every
+(``warmup.max``, none calibrated here), later ones ``--rewarm`` untimed steps, as the other
+process has since run on the processor; those steps are timed one by one, so the re-warm after a
+switch is measured, not assumed. A side's value is its throughput, the mean time per step over every
 timed block of its windows.
 
 It prints, per comparison, three readings of the pairs: the sequential pairs' first windows
@@ -33,6 +35,13 @@ pair; then how many interleaved pairs give the interval of that many pairs as tr
 Where the interleaved ratio differs from the sequential one over as many windows, taking turns
 changes what is measured; where one window's differs from all of them, the steps have not settled
 within a trial's timed window.
+
+Then the two conditions of the three (docs/statistics.md, "Pairs that take turns") that this
+benchmark decides, per comparison: the interleaved ratio is **equivalent** to the sequential one
+over as many windows (their per-pair log ratios' difference, both measured in pair k, read by the
+primary analysis at the family's level within the plan's margin), and the interleaved **spread is
+smaller** than a trial's now. The first condition, A/A ratios within 2 % of 1, is
+``benchmarks/aa_pairs.py``'s.
 """
 
 from __future__ import annotations
@@ -56,12 +65,12 @@ from fwbench.plan.config import load  # noqa: E402
 from fwbench.plan.sweep import Plan  # noqa: E402
 
 WINDOWS = 4  # timed windows per process
-REWARM = 2  # untimed steps before every window after the first
+REWARM = 2  # untimed steps before every window after the first, unless --rewarm says
 
 
 # --- one process: one side of a pair --------------------------------------------------------
 
-def side(settings: dict) -> None:
+def side(settings: dict, rewarm: int) -> None:
     """Build the trial's step, say `ready`, then time one window per `go` read from stdin and
     answer each with its blocks' [ns, steps]. The protocol has the real stdout to itself."""
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
@@ -80,7 +89,7 @@ def side(settings: dict) -> None:
             break
         with backend.device_scope():
             m = measure(step, backend.synchronize, schedule)
-        schedule = dataclasses.replace(schedule, warmup=REWARM)
+        schedule = dataclasses.replace(schedule, warmup=rewarm)
         steps = [m.cold_start_ns, *m.warmup_ns]  # the first after a switch, one by one
         print(json.dumps({"block": [sum(m.block_ns), m.block_size * len(m.block_ns)],
                           "rewarm_ns": steps}), file=protocol)
@@ -89,9 +98,10 @@ def side(settings: dict) -> None:
 class Side:
     """A side's fresh process, driven window by window."""
 
-    def __init__(self, settings: dict):
+    def __init__(self, settings: dict, rewarm: int = REWARM):
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--side", json.dumps(settings)], cwd=ROOT, text=True,
+            [sys.executable, __file__, "--side", json.dumps(settings), "--rewarm", str(rewarm)],
+            cwd=ROOT, text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
         self.windows: list[list[int]] = []  # [ns, steps] of each window's blocks
@@ -135,11 +145,12 @@ class Side:
         return self.windows
 
 
-def sequential(first: dict, second: dict, rng: random.Random) -> list[Side]:
+def sequential(first: dict, second: dict, rng: random.Random,
+               rewarm: int = REWARM) -> list[Side]:
     """[first, second] sides, one process after the other."""
     sides = []
     for settings in (first, second):
-        s = Side(settings)
+        s = Side(settings, rewarm)
         s.ready()
         for _ in range(WINDOWS):
             s.window()
@@ -148,10 +159,11 @@ def sequential(first: dict, second: dict, rng: random.Random) -> list[Side]:
     return sides
 
 
-def interleaved(first: dict, second: dict, rng: random.Random) -> list[Side]:
+def interleaved(first: dict, second: dict, rng: random.Random,
+                rewarm: int = REWARM) -> list[Side]:
     """[first, second] sides, both processes alive, timing their windows in turn, in an
     order drawn afresh for every round (not a fixed A B A B)."""
-    sides = [Side(first), Side(second)]
+    sides = [Side(first, rewarm), Side(second, rewarm)]
     for s in sides:
         s.ready()
     for _ in range(WINDOWS):
@@ -195,10 +207,11 @@ ROWS = {
 }
 
 
-def main(config_path: str, pairs: int, only: list[str], seed: int) -> int:
+def main(config_path: str, pairs: int, only: list[str], seed: int, rewarm: int) -> int:
     config = load(config_path)
     rng = random.Random(seed)
-    print(f"seed {seed}: the order of each interleaved round", file=sys.stderr)
+    print(f"seed {seed}: the order of each interleaved round; {rewarm} re-warm steps",
+          file=sys.stderr)
     plan = Plan.from_config(config)
     family = len(comparisons(plan, []))
     chosen = comparisons(plan, only)
@@ -206,27 +219,45 @@ def main(config_path: str, pairs: int, only: list[str], seed: int) -> int:
         raise SystemExit("no CPU throughput comparison matches; see --cells")
     ratios = {(pid, row): [] for pid in chosen for row in ROWS}
     walls = {(pid, d): 0.0 for pid in chosen for d in DESIGNS}
+    rewarms = {pid: [] for pid in chosen}  # first steps after a switch / steady, interleaved
     for k in range(pairs):
         for pair_id, sides in chosen.items():
             order = ["pytorch", "tensorflow"][:: 1 if k % 2 == 0 else -1]
             designs = list(DESIGNS)[:: 1 if (k // 2) % 2 == 0 else -1]
             for design in designs:
                 t0 = time.perf_counter()
-                ran = DESIGNS[design](*(sides[f] for f in order), rng)
+                ran = DESIGNS[design](*(sides[f] for f in order), rng, rewarm)
                 windows = {f: side.windows for f, side in zip(order, ran)}
                 walls[pair_id, design] += time.perf_counter() - t0
                 for row, (of, n) in ROWS.items():
                     if of == design:
                         ratios[pair_id, row].append(per_step(windows["pytorch"][:n])
                                                     / per_step(windows["tensorflow"][:n]))
+                if design == "interleaved":
+                    rewarms[pair_id] += rewarm_profile(ran)
             print(f"pair {k + 1}/{pairs} {pair_id}: PyTorch/TensorFlow "
                   + ", ".join(f"{row} {ratios[pair_id, row][-1]:.3f}" for row in ROWS),
                   file=sys.stderr, flush=True)
-    return report(chosen, ratios, walls, pairs, family, config["statistics"]["confidence"])
+    statistics_plan = config["statistics"]
+    return report(chosen, ratios, walls, rewarms, pairs, family,
+                  statistics_plan["confidence"], statistics_plan["rope"])
 
 
-def report(chosen, ratios, walls, pairs: int, family: int, confidence: float) -> int:
+def rewarm_profile(sides: list[Side]) -> list[list[float]]:
+    """Each window's first steps after a switch (every window but a process's first) over the
+    side's steady step: the mean per step of its timed blocks."""
+    profiles = []
+    for s in sides:
+        steady = per_step(s.windows) * 1e9
+        profiles += [[ns / steady for ns in steps] for steps in s.rewarm_ns[1:]]
+    return profiles
+
+
+def report(chosen, ratios, walls, rewarms, pairs: int, family: int, confidence: float,
+           rope: float) -> int:
     from scipy import stats
+
+    from fwbench.analysis.comparisons import compare_paired
 
     level = 1 - (1 - confidence) / family
     t = stats.t.ppf(1 - (1 - level) / 2, pairs - 1)
@@ -235,6 +266,8 @@ def report(chosen, ratios, walls, pairs: int, family: int, confidence: float) ->
           f"(family of {family}); s/pair: wall time of the design's pair")
     print(f"{'comparison':58s} {'pairs read as':42s} {'ratio':>6s} {'SD':>6s} "
           f"{'half-width':>10s} {'s/pair':>7s}")
+    first, windows, turns = ROWS
+    held = {"equivalent": [], "smaller": []}
     for pair_id in chosen:
         sd = {}
         for row, (design, _) in ROWS.items():
@@ -243,11 +276,29 @@ def report(chosen, ratios, walls, pairs: int, family: int, confidence: float) ->
             print(f"{pair_id:58s} {row:42s} {math.exp(statistics.fmean(logs)):6.3f} "
                   f"{sd[row]:6.3f} {math.expm1(t * sd[row] / math.sqrt(pairs)):10.1%} "
                   f"{walls[pair_id, design] / pairs:7.1f}")
-        first, _, turns = ROWS
         shrink = sd[turns] / sd[first]
         print(f"{'':58s} SD {turns} / {first}: {shrink:.2f}, so about "
               f"{max(2, math.ceil(pairs * shrink ** 2))} such pairs for the interval of {pairs} "
               f"trials' pairs as they run now")
+        # Does taking turns measure the same ratio? Pair k's two designs ran back to back.
+        shift = compare_paired([math.log(a / b) for a, b in zip(ratios[pair_id, turns],
+                                                                 ratios[pair_id, windows])],
+                               family_size=family, confidence=confidence, rope=rope,
+                               names=("interleaved_lower", "interleaved_higher"))
+        held["equivalent"].append(shift["verdict"] == "equivalent")
+        held["smaller"].append(shrink < 1)
+        print(f"{'':58s} {turns} / {windows}: {shift['ratio']:.3f}, equivalence interval "
+              f"[{shift['equivalence_ci_low']:.3f}, {shift['equivalence_ci_high']:.3f}] "
+              f"against [{shift['rope_low']:.3f}, {shift['rope_high']:.3f}]: {shift['verdict']}")
+        positions = [statistics.median(r[i] for r in rewarms[pair_id] if len(r) > i)
+                     for i in range(max(map(len, rewarms[pair_id]), default=0))]
+        print(f"{'':58s} re-warm, each step after a switch / steady step (median): "
+              + " ".join(f"{r:.2f}" for r in positions))
+    print(f"conditions (declared in docs/statistics.md before measuring): the interleaved ratio "
+          f"equivalent to the sequential one in {sum(held['equivalent'])} of {len(chosen)} "
+          f"comparisons, its spread smaller in {sum(held['smaller'])} of {len(chosen)}; taking "
+          f"turns becomes the primary design only if both hold in every comparison and "
+          f"benchmarks/aa_pairs.py's A/A ratios lie within 2 % of 1")
     return 0
 
 
@@ -259,11 +310,14 @@ if __name__ == "__main__":
                         help="only comparisons whose id contains one of these (e.g. lenet5)")
     parser.add_argument("--seed", type=int, default=20261128,
                         help="seed of the order of each interleaved round (printed)")
+    parser.add_argument("--rewarm", type=int, default=REWARM,
+                        help="untimed steps before every window after a process's first, "
+                             "each timed one by one (the re-warm after a switch)")
     parser.add_argument("--side", help=argparse.SUPPRESS)  # one side: a trial's settings
     args = parser.parse_args()
     if args.side:
-        side(json.loads(args.side))
+        side(json.loads(args.side), args.rewarm)
         sys.exit(0)
     if args.pairs < 2:
         parser.error(f"--pairs must be at least 2 for a deviation, got {args.pairs}")
-    sys.exit(main(args.config, args.pairs, args.cells, args.seed))
+    sys.exit(main(args.config, args.pairs, args.cells, args.seed, args.rewarm))
