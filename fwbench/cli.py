@@ -66,7 +66,8 @@ def _fix_warmup_command(args) -> int:
     from fwbench.analysis.steady_state import fixed_warmup
     from fwbench.measure.results import load_trial, write_json
 
-    record = fixed_warmup(load_trial(args.calibration), warmup_min=args.min, warmup_max=args.max)
+    record = fixed_warmup(load_trial(args.calibration), warmup_min=args.min, warmup_max=args.max,
+                          warmup_max_s=args.max_s or None)
     write_json(record, args.out)
     print(f"{record['cell_id']}: warm up {record['iterations']} steps ({record['reason']})",
           file=sys.stderr)
@@ -551,12 +552,16 @@ def build_parser() -> argparse.ArgumentParser:
         commands, "fix-warmup", None,
         "Run by the workflow after a cell's calibration trial. Find where its single steps "
         "reach their steady state (a changepoint analysis) and write the warm-up every trial "
-        "of the cell takes, within [--min, --max] steps.", _fix_warmup_command)
+        "of the cell takes, within [--min, --max] steps (or --max-s seconds).",
+        _fix_warmup_command)
     warmup.add_argument("--calibration", required=True, help="the cell's calibration.json")
     warmup.add_argument("--out", required=True, help="the warmup.json to write")
     warmup.add_argument("--min", type=int, required=True, help="fewest warm-up steps")
     warmup.add_argument("--max", type=int, required=True,
                         help="most warm-up steps, and the warm-up when none is found")
+    warmup.add_argument("--max-s", type=float, default=0.0,
+                        help="the cap in seconds: allow as many steps as fit in it at the "
+                        "calibration's median step, where that is more than --max (0: none)")
 
     trial = _command(
         commands, "trial", None,

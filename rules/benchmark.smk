@@ -82,9 +82,11 @@ rule fix_warmup:
         benchmark_slot=1,
     params:
         warmup=lookup(dpath="warmup", within=config),
+        max_s=lambda wildcards: config["warmup"].get("max_s") or 0,
     shell:
         "python -m fwbench fix-warmup --calibration {input.calibration} --out {output.warmup}"
-        " --min {params.warmup[min]} --max {params.warmup[max]} > {log} 2>&1"
+        " --min {params.warmup[min]} --max {params.warmup[max]} --max-s {params.max_s}"
+        " > {log} 2>&1"
 
 
 # Calls fwbench.measure.trial.run_trial (through `fwbench trial`, fwbench.cli).

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fwbench.analysis import steady_state
-from fwbench.errors import ResultError
+from fwbench.errors import ConfigError, ResultError
 from fwbench.measure.calibration import read_warmup, uncalibrated
 from fwbench.measure.results import write_json
 from fwbench.measure.settings import TrialSettings
@@ -54,6 +54,28 @@ def test_a_warmup_past_the_maximum_is_cut_and_said_unsteady():
     record = _fix(_warming_up(200), warmup_max=100)
     assert record["found"] > 100 and record["iterations"] == 100 and record["steady"] is False
     assert "past warmup.max" in record["reason"]
+
+
+def test_a_seconds_cap_lets_short_steps_reach_their_steady_state_and_keeps_slow_ones_short():
+    # 0.8-1.2 ms steps settling after 200: past 100 steps, within 0.5 s (about 600 steps).
+    short = _fix(_warming_up(200), warmup_max=100, warmup_max_s=0.5)
+    assert short["bounds"]["cap"] > 200 and short["found"] > 100
+    assert short["iterations"] == short["found"] and short["steady"] is True
+    # The same steps at 80-120 ms: 0.5 s holds 6, so the cap stays at 100 steps.
+    slow = _fix([t * 100 for t in _warming_up(200)], warmup_max=100, warmup_max_s=0.5)
+    assert slow["bounds"]["cap"] == 100 and slow["iterations"] == 100
+    assert slow["steady"] is False and "past warmup.max" in slow["reason"]
+    # Settling past the seconds cap too: cut there, and said so.
+    capped = _fix(_warming_up(200), warmup_max=100, warmup_max_s=0.12)
+    assert 100 < capped["iterations"] == capped["bounds"]["cap"] < capped["found"]
+    assert "past the 0.12 s cap" in capped["reason"] and capped["steady"] is False
+
+
+def test_a_seconds_cap_longer_than_half_the_calibration_is_refused(tiny_config):
+    with pytest.raises(ConfigError, match="'warmup.max_s': 0.8 s needs a calibration at least "
+                                          "twice as long.*raise it to 1.6"):
+        validate({**tiny_config, "warmup": {"min": 0, "max": 30, "max_s": 0.8,
+                                            "calibration_s": 1}})
 
 
 def test_no_steady_state_and_a_failed_calibration_fall_back_to_the_maximum():

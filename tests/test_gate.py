@@ -83,13 +83,16 @@ def test_trials_without_the_hash_fall_back_to_one_clean_commit():
 
 def test_a_processor_kind_must_be_recorded_and_one():
     [missing] = _reasons(_trials(cpu_kind=[KIND, None, None, KIND]))
-    assert missing == ("one processor kind: processor kind not recorded (2 of 4 trials lack "
-                       "it): the run cannot show that one kind of processor measured it.")
+    assert missing == ("one processor kind: 2 of 4 trials recorded the processor without its "
+                       "vendor, family and model: the run cannot show that one kind of "
+                       "processor measured it.")
+    [named] = _reasons(_trials(cpu_kind=None, cpu_model="AMD EPYC"))
+    assert "4 of 4 trials recorded the processor only by its name (AMD EPYC), without" in named
     [two] = _reasons(_trials(cpu_kind=[KIND, KIND, "GenuineIntel family 6 model 143, AVX-512 "
                                                    "and AMX", KIND]))
     assert "2 kinds of processor" in two
     assert _reasons(_trials().drop(columns="cpu_kind"))[0].startswith(
-        "one processor kind: processor kind not recorded (4 of 4")
+        "one processor kind: 4 of 4 trials recorded the processor without")
 
 
 def test_every_ok_trial_must_run_quiet_at_the_plans_share():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -133,6 +134,27 @@ def test_the_pooled_ratio_only_where_the_origins_agree():
     assert pooled_comparisons(agree.iloc[:1]).empty  # one origin: nothing to pool
 
 
+def test_the_spread_between_origins_is_set_beside_the_spread_within_one():
+    def origin(run, ratio, low, high, verdict):
+        return {"run": run, "pair_id": "p", "ratio": ratio, "ratio_ci_low": low,
+                "ratio_ci_high": high, "ratio_ci_level": 0.99, "n_pairs_used": 8,
+                "rope_high": 1.05, "verdict": verdict, "exploratory": False}
+
+    # Within: an interval of 8 pairs at 99 % spans 2 t(0.995, 7) SD/sqrt(8) in log.
+    within = math.log(0.80 / 0.60) / (2 * 3.4995) * math.sqrt(8)
+    agree = pooled_comparisons(pd.DataFrame([origin("a", 0.70, 0.60, 0.80, "pytorch_faster"),
+                                             origin("b", 0.70, 0.60, 0.80, "pytorch_faster")]))
+    assert agree.iloc[0]["within_sd"] == pytest.approx(within, rel=1e-3)
+    assert agree.iloc[0]["between_sd"] == 0.0 and agree.iloc[0]["holds_on"] == "every origin"
+    apart = pooled_comparisons(pd.DataFrame([
+        origin("amd", 0.70, 0.60, 0.80, "pytorch_faster"),
+        origin("intel", 1.40, 1.20, 1.60, "tensorflow_faster"),
+        origin("amd-2", 0.72, 0.62, 0.82, "pytorch_faster")])).iloc[0]
+    # DerSimonian-Laird: the origins' log ratios spread far beyond their own intervals.
+    assert apart["between_sd"] > 3 * apart["within_sd"] / math.sqrt(8)
+    assert apart["holds_on"] == "pytorch_faster: amd, amd-2; tensorflow_faster: intel"
+
+
 @pytest.mark.slow
 def test_the_merged_run_rebuilds_with_a_section_per_machine(sources, tmp_path):
     slow_down(sources[1], "pytorch", 2.0)  # the second machine runs PyTorch twice as slowly
@@ -151,3 +173,6 @@ def test_the_merged_run_rebuilds_with_a_section_per_machine(sources, tmp_path):
     html = (merged / "report" / "report.html").read_text()
     assert "Per machine" in html and "Origin epyc" in html and "Origin xeon" in html
     assert "the origins disagree" in html  # 0.72 against 1.44: no pooled ratio
+    assert "SD between" in html and "SD within" in html
+    assert "The origins reach different verdicts on" in html or \
+        "The same decided verdict on every origin" in html

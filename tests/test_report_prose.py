@@ -78,15 +78,18 @@ def test_the_not_estimable_comparisons_the_method_counts_are_rows_of_the_sensiti
 # What tells a developer where to look, and a reader nothing: paths, the statistics' file
 # names, config keys and cell ids ("throughput/cpu/pytorch/...").
 DEVELOPER_WORDS = re.compile(r"\S*(?:presets/|docs/|stats/|tables/|\.ya?ml\b|\.csv\b|"
-                             r"config key|config experiment|throughput/)\S*")
+                             r"config key|config experiment|throughput/|batch_size|input_shape|"
+                             r"world_size|peak_flops|\bdevice (?:cpu|cuda)\b|\bfwbench\.\w|"
+                             r"git diff)\S*")
 
 
 @pytest.mark.parametrize("run", SHIPPED, ids=lambda p: p.name)
-def test_what_was_not_measured_and_the_captions_read_as_sentences_for_a_reader(run):
+def test_what_was_not_measured_the_captions_and_page_1_read_as_sentences_for_a_reader(run):
     page = (run / "report" / "report.html").read_text()
     left_out = re.search(r'<div id="unmeasured-list">(.*?)</div>', page, re.S).group(1)
     captions = re.findall(r"<(figcaption|caption)\b[^>]*>(.*?)</\1>", page, re.S)
-    for text in (left_out, *(c for _, c in captions)):
+    boxes = re.findall(r'<aside class="warnings[^"]*" id="\w+">(.*?)</aside>', page, re.S)
+    for text in (left_out, *(c for _, c in captions), *boxes):
         words = html_text(text)
         assert not DEVELOPER_WORDS.findall(words), words
     items = re.findall(r"<li>(.*?)</li>", left_out, re.S)
@@ -96,3 +99,12 @@ def test_what_was_not_measured_and_the_captions_read_as_sentences_for_a_reader(r
 def html_text(fragment: str) -> str:
     """A fragment of the page as its reader sees the words."""
     return html.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+@pytest.mark.parametrize("run", SHIPPED, ids=lambda p: p.name)
+def test_every_listed_reference_is_cited_and_every_citation_listed(run):
+    page = (run / "report" / "report.html").read_text()
+    listed = set(re.findall(r'<li id="ref-(\w+)"', page))
+    cited = set(re.findall(r'href="#ref-(\w+)"', page))
+    assert listed == cited, (f"listed, never cited: {sorted(listed - cited)}; cited, not "
+                             f"listed: {sorted(cited - listed)}")

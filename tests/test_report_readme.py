@@ -44,7 +44,7 @@ def _readme(trials: pd.DataFrame, run: str = "fixture") -> str:
 def test_the_readme_gives_the_machine_load_dates_and_wall_time():
     text = _readme(_trials())
     assert text.startswith("# fixture: ")
-    assert "48 trials (44 ok) of 16 cells, throughput experiment, on cpu" in text
+    assert "48 trials (44 ok) of 16 cells, throughput experiment, on the CPU" in text
     assert "PyTorch 2.14.1 and TensorFlow 2.21.0" in text
     # 48 trials started 5 s apart, the last one 4 s long: 239 s from first start to last end
     assert "Measured 2026-01-02 (UTC), from 03:04 to 03:08: 3 min 59 s of wall time." in text

@@ -152,9 +152,26 @@ def test_the_report_shows_latency_percentiles_their_distribution_and_the_heatmap
     assert "Latency distribution (infer)" in visible(section(page, "fig-latency_ecdf")).text
     heatmap = visible(section(page, "fig-speedup_heatmap")).text   # PyTorch / TensorFlow time
     assert "the time ratio per model and batch size" in heatmap
-    assert "orange where PyTorch is faster, blue where TensorFlow is" in heatmap
+    assert "orange where the statistics find PyTorch faster, blue where they find" in heatmap
     for name in ("latency_ecdf.svg", "speedup_heatmap.svg"):
         assert (folder / "figures" / name).stat().st_size > 0
+
+
+def test_the_heatmap_colours_only_the_pairs_whose_verdict_names_a_winner():
+    from matplotlib.figure import Figure
+
+    from fwbench.report.figures.speed import _draw_heatmap
+
+    verdicts = ["pytorch_faster", "inconclusive", "equivalent", "tensorflow_faster"]
+    part = pd.DataFrame({"model": "lenet5", "batch_size": [1, 2, 4, 8], "pair_id": list("abcd"),
+                         "ratio": [0.5, 0.5, 1.02, 1.6], "verdict": verdicts,
+                         "exploratory": False})
+    image = _draw_heatmap(Figure().add_subplot(), part, ["lenet5"], np.log(2), {})
+    assert np.round(image.get_array()[0], 3).tolist() == [
+        round(np.log(0.5), 3), 0.0, 0.0, round(np.log(1.6), 3)]   # white: no winner named
+    hinted = _draw_heatmap(Figure().add_subplot(), part.assign(exploratory=True), ["lenet5"],
+                           np.log(2), {})
+    assert not hinted.get_array().any()                           # an exploratory hint: white
 
 
 def test_without_memory_or_latency_tables_the_report_says_why(tmp_path):

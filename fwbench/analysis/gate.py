@@ -106,9 +106,11 @@ def processor_kind(trials: pd.DataFrame) -> tuple[bool, list[str]]:
     trial."""
     kinds = _column(trials, "cpu_kind")
     if not len(trials) or kinds.isna().any():
-        return False, [f"processor kind not recorded ({int(kinds.isna().sum())} of "
-                       f"{count(len(trials), 'trial')} lack it): the run cannot show that one "
-                       "kind of processor measured it."]
+        names = sorted(_column(trials, "cpu_model")[kinds.isna()].dropna().unique())
+        named = (f"only by its name ({join(names)}), " if names else "")
+        return False, [f"{int(kinds.isna().sum())} of {count(len(trials), 'trial')} recorded "
+                       f"the processor {named}without its vendor, family and model: the run "
+                       "cannot show that one kind of processor measured it."]
     found = sorted(kinds.unique())
     if len(found) > 1:
         return False, [f"The trials ran on {len(found)} kinds of processor ({join(found)}), "

@@ -15,6 +15,13 @@ two origins or more, a pooled ratio under this rule:
   them, and the note gives Q's p-value and I^2 (the share of the spread beyond noise).
 A Q test that does not reject is no proof that the origins agree (with two origins it has
 little power): the per-origin rows stay the primary result, the pooled row a summary.
+
+Beside the rule, every row states the two spreads a reader weighs: ``within_sd``, the SD of one
+pair's log ratio inside an origin (the root mean square over the origins, read back from their
+intervals: the noise a run's own interval covers), and ``between_sd``, the SD of the origins'
+true log ratios around their mean (DerSimonian and Laird's tau: the spread between machines
+and sittings that no run's interval covers); and ``holds_on`` says whether one verdict holds on
+every origin ("every origin") or which origins reached which.
 """
 
 from __future__ import annotations
@@ -32,8 +39,9 @@ from fwbench.analysis.estimators import verdict
 __all__ = ["origins", "pooled_comparisons", "POOLED_COLUMNS", "HETEROGENEITY_ALPHA"]
 
 POOLED_COLUMNS = ["pair_id", "origins", "ratio", "ratio_ci_low", "ratio_ci_high",
-                  "ratio_ci_level", "heterogeneity_q", "heterogeneity_p", "i_squared", "pooled",
-                  "verdict", "exploratory", "note"]
+                  "ratio_ci_level", "heterogeneity_q", "heterogeneity_p", "i_squared",
+                  "within_sd", "between_sd", "holds_on", "pooled", "verdict", "exploratory",
+                  "note"]
 OPPOSITE = {"pytorch_faster", "tensorflow_faster"}
 # The level of the heterogeneity test: fixed, so the rule is planned before the data exist.
 HETEROGENEITY_ALPHA = 0.05
@@ -64,20 +72,22 @@ def _pool(group: pd.DataFrame, alpha: float) -> dict:
     low, high = (group[c].to_numpy(dtype=float) for c in ("ratio_ci_low", "ratio_ci_high"))
     levels = group["ratio_ci_level"].to_numpy(dtype=float)
     theta = np.log(group["ratio"].to_numpy(dtype=float))
-    base = {"origins": names, "pooled": False}
+    base = {"origins": names, "pooled": False, "holds_on": _holds_on(group)}
     if not (np.isfinite(theta).all() and np.isfinite(low).all() and np.isfinite(high).all()
             and (high > low).all()):
         return {**base, "verdict": "not pooled",
                 "note": "an origin has no interval: nothing to pool"}
-    df = group["n_pairs_used"].to_numpy(dtype=float) - 1
-    se = (np.log(high) - np.log(low)) / (2 * sps.t.ppf(0.5 + levels / 2, df))
+    n = group["n_pairs_used"].to_numpy(dtype=float)
+    se = (np.log(high) - np.log(low)) / (2 * sps.t.ppf(0.5 + levels / 2, n - 1))
     w = 1.0 / se**2
     mean = float(np.sum(w * theta) / np.sum(w))
     q = float(np.sum(w * (theta - mean) ** 2))
     p = float(sps.chi2.sf(q, theta.size - 1))
     i2 = max(0.0, (q - (theta.size - 1)) / q) if q > 0 else 0.0
+    tau2 = max(0.0, (q - (theta.size - 1)) / (np.sum(w) - np.sum(w**2) / np.sum(w)))
     found = {outcome(r) for _, r in group.iterrows()}
-    tested = {**base, "heterogeneity_q": q, "heterogeneity_p": p, "i_squared": i2}
+    tested = {**base, "heterogeneity_q": q, "heterogeneity_p": p, "i_squared": i2,
+              "within_sd": float(np.sqrt(np.mean(se**2 * n))), "between_sd": math.sqrt(tau2)}
     if p < alpha or OPPOSITE <= found:
         why = "opposite verdicts" if OPPOSITE <= found else "ratios that differ beyond noise"
         return {**tested, "verdict": "not pooled",
@@ -91,3 +101,14 @@ def _pool(group: pd.DataFrame, alpha: float) -> dict:
             "ratio_ci_high": math.exp(mean + half), "ratio_ci_level": level, "pooled": True,
             "verdict": decided,
             "note": f"{note}; fixed-effect mean of {theta.size} origins (Q p={p:.2g})"}
+
+
+def _holds_on(group: pd.DataFrame) -> str:
+    """"every origin" when all reached one verdict, else each verdict with its origins."""
+    verdicts = dict(zip(group["run"].astype(str), group["verdict"].astype(str)))
+    if len(set(verdicts.values())) == 1:
+        return "every origin"
+    by = {}
+    for origin, found in verdicts.items():
+        by.setdefault(found, []).append(origin)
+    return "; ".join(f"{found}: {', '.join(names)}" for found, names in sorted(by.items()))

@@ -168,11 +168,12 @@ def warmup_end(times, *, penalty_per_log_n: float = PENALTY_PER_LOG_N,
     return int(start)
 
 
-def fixed_warmup(calibration: dict, *, warmup_min: int, warmup_max: int) -> dict:
+def fixed_warmup(calibration: dict, *, warmup_min: int, warmup_max: int,
+                 warmup_max_s: float | None = None) -> dict:
     """A cell's warm-up record (fwbench.measure.calibration.fix_warmup) from what this analysis
     finds in its calibration trial's single steps; a failed calibration finds nothing."""
     times = calibration["iteration_ns"] if calibration["status"] == "ok" else []
     return fix_warmup(calibration, found=warmup_end(times) if times else None,
                       kind=classify(times) if times else None,
                       changepoints=changepoints(times) if times else [],
-                      warmup_min=warmup_min, warmup_max=warmup_max)
+                      warmup_min=warmup_min, warmup_max=warmup_max, warmup_max_s=warmup_max_s)

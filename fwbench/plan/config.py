@@ -111,6 +111,14 @@ def _check_cross_fields(config: dict) -> None:
             f"config key 'warmup': min ({config['warmup']['min']}) must not exceed "
             f"max ({config['warmup']['max']})."
         )
+    warmup = config["warmup"]
+    if warmup.get("max_s") and 2 * warmup["max_s"] > warmup["calibration_s"]:
+        raise ConfigError(
+            f"config key 'warmup.max_s': {warmup['max_s']} s needs a calibration at least twice "
+            f"as long, to see a steady state after the longest warm-up it allows; "
+            f"'warmup.calibration_s' is {warmup['calibration_s']} s: raise it to "
+            f"{2 * warmup['max_s']:g} or lower max_s."
+        )
 
     for k, selector in enumerate(config["controls"]):
         if not _selects_a_cell(config, selector):

@@ -4,6 +4,7 @@ of contents, and the bibliography with its citation marks."""
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 import yaml
@@ -12,6 +13,7 @@ from fwbench import SOURCE_DIR
 from fwbench.analysis.claims import PAPERS, load_claims
 
 REFERENCES = SOURCE_DIR / "report" / "references.yaml"
+TEMPLATES = SOURCE_DIR / "report" / "templates"
 
 # Section 2's subsections, always present.
 METHOD = [("measured", "What was measured"), ("software", "Software and settings"),
@@ -78,15 +80,24 @@ APPENDICES = [("appendix-audit", "Version audit"), ("appendix-failures", "Failur
 
 
 @cache
-def bibliography() -> tuple[list[dict], dict[str, str]]:
-    """The references in citation order (the five papers, then the methods) and each key's
-    mark: "[1]"."""
+def _cited_by_templates() -> frozenset[str]:
+    """The reference keys the report's templates cite in every run (``cite.<key>``)."""
+    return frozenset(key for template in TEMPLATES.rglob("*.j2")
+                     for key in re.findall(r"\bcite\.(\w+)", template.read_text()))
+
+
+@cache
+def bibliography(also: tuple[str, ...] = ()) -> tuple[list[dict], dict[str, str]]:
+    """The references the report cites, in order (the five papers, then the methods), and
+    each key's mark: "[1]". ``also``: the methods only this run's tests cite (Appendix C's
+    Wilcoxon, Shapiro-Wilk, ...); a reference nothing cites is not listed."""
     catalog = load_claims()
     with open(REFERENCES) as f:
         methods = yaml.safe_load(f)
+    cited = _cited_by_templates() | set(also)
     entries = [{"key": p, "text": f"{catalog['papers'][p]['authors']}. "
                                   f"{catalog['papers'][p]['title']}."} for p in PAPERS]
-    entries += [{"key": m["key"], "text": m["text"]} for m in methods]
+    entries += [{"key": m["key"], "text": m["text"]} for m in methods if m["key"] in cited]
     for n, entry in enumerate(entries, 1):
         entry["mark"] = f"[{n}]"
     return entries, {e["key"]: e["mark"] for e in entries}

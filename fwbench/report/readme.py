@@ -13,7 +13,7 @@ import pandas as pd
 
 from fwbench.analysis.claims import PAPERS
 from fwbench.analysis.claims.setting import ANOTHER_SETTING
-from fwbench.analysis.claims.wording import count, join, label, missing, unique
+from fwbench.analysis.claims.wording import DEVICE_NAMES, count, join, label, missing, unique
 from fwbench.measure.telemetry.outside import OTHER_WORK
 from fwbench.report.formatting import fmt
 from fwbench.report.inputs import Inputs
@@ -56,7 +56,8 @@ def what_ran(trials: pd.DataFrame, run: str) -> str:
     cells = count(trials["cell_id"].nunique(), "cell")
     text = (f"{count(len(trials), 'trial')} ({ok} ok) of {cells}, "
             f"{join(unique(trials, 'experiment'))} experiment, on "
-            f"{join(unique(trials, 'device'))}: {versions}. " + when(trials))
+            f"{join('the ' + DEVICE_NAMES.get(d, d) for d in unique(trials, 'device'))}: "
+            f"{versions}. " + when(trials))
     recorded = [r for r in unique(trials, "run") if r != run]
     if recorded:
         text += (f" The trials record the run name {join(f'`{r}`' for r in recorded)}: they "

@@ -94,6 +94,7 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
                "audit": audit.context(numbering, data, run),
                "failures": failures.context(numbering, data),
                "tests": hypothesis_tests.context(numbering, data),
+               "tests_cited": hypothesis_tests.cited(data),
                "threats": threats.context(data, facts),
                "conclusion": conclusion.context(data),
                "data_href": data_href}
@@ -104,7 +105,7 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
                                                    data_href)
                              for name, (title, description, frame)
                              in data_appendices(data, context).items()}
-    references, cite = outline.bibliography()
+    references, cite = outline.bibliography(tuple(t["key"] for t in context["tests_cited"]))
     return {**context, **outline.outline(context), "references": references, "cite": cite,
             "title": "PyTorch and TensorFlow, measured: " + (facts["run"] or "run")
                      + (" (preliminary)" if context["preliminary"] else ""),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fwbench.analysis.claims import wording
 from fwbench.analysis.claims.wording import PAIR_AXES, missing
 from fwbench.report.figures.style import Figure, constant_axes
 from fwbench.report.formatting import Notes
@@ -64,8 +65,9 @@ def varying(frame: pd.DataFrame, axes: list[str]) -> list[str]:
 
 
 def constant(frame: pd.DataFrame, axes: list[str]) -> str:
-    return "; ".join(f"{a.replace('_', ' ')} {value}"
-                     for a, value in constant_axes(frame, axes).items())
+    """The axes with one value over the table, as a sentence of its caption ("" if none)."""
+    words = wording.setting(constant_axes(frame, axes))
+    return f"Every row: {words}." if words else ""
 
 
 def every_cell(shared: list[str]) -> str:

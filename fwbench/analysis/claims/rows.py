@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fwbench.analysis.claims.wording import flag, join, missing, unique
+from fwbench.analysis.claims.wording import flag, join, missing, setting, unique
 
 
 def min_trials(statistics: dict | None = None) -> int:
@@ -37,6 +37,10 @@ def claim_rows(frame: pd.DataFrame, select: dict):
         values = [str(v) for v in (wanted if isinstance(wanted, list) else [wanted])]
         have = unique(frame, axis)
         if not set(values) & set(have):
+            if axis == "device":  # "on the GPU", as prose names a device
+                measured = join(setting({axis: v}) for v in have) or "nothing"
+                return (f"it has no pair {' or '.join(setting({axis: v}) for v in values)} "
+                        f"(this run measured {measured})"), []
             return (f"it has no pair with {axis.replace('_', ' ')} {' or '.join(values)} "
                     f"(this run measured {join(have) or 'none'})"), []
         frame = frame[frame[axis].astype(str).isin(values)]

@@ -177,6 +177,18 @@ def _axis_words(axis: str, value) -> str:
     return text(value) if axis == "model" else f"{axis.replace('_', ' ')} {text(value)}"
 
 
+def setting(values: dict) -> str:
+    """Axis values that hold for a whole table or figure, in words, as a caption states them:
+    "throughput experiment, on the CPU, batch size 4, fp32, idiomatic mode, matched profile"."""
+    words = {"experiment": "{} experiment", "batch_size": "batch size {}",
+             "input_shape": "input {}", "mode": "{} mode", "profile": "{} profile",
+             "optimizer": "optimizer {}", "model": "model {}", "precision": "{}"}
+    return ", ".join(
+        _axis_words(axis, value) if axis in ("phase", "device", "world_size")
+        else words.get(axis, axis.replace("_", " ") + " {}").format(text(value))
+        for axis, value in values.items())
+
+
 def telling_apart(frame) -> list[str]:
     """The pair axes a name needs beyond those ``pair_name`` always writes: those that still
     vary between rows of ``frame`` alike in model, phase, batch size and device."""

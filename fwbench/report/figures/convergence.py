@@ -106,7 +106,7 @@ def epoch_times(summary, folder: Path, *, key: str, title: str, source=None, abs
         fig.legend(legend.values(), legend.keys(), loc="outside lower center", frameon=False,
                    ncols=len(legend))
         file = style.save(fig, folder, f"{key}.svg")
-    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(cells, TRAINING_AXES).items())
+    fixed = style.fixed(cells, TRAINING_AXES)
     caption = (f"{title}: per cell, the median over trials of each framework's "
                + "; ".join(measures) + f" ({fixed}). Error bars: the distribution-free interval "
                "of the median (order statistics; the range of the trials when there are too "
@@ -198,7 +198,7 @@ def accuracy_curves(epochs, folder: Path, *, key: str, title: str, source=None,
         file = style.save(fig, folder, f"{key}.svg")
     more = (f" The first {len(shown)} of {len(panels_frame)} cells are drawn."
             if len(panels_frame) > len(shown) else "")
-    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(panels_frame).items())
+    fixed = style.fixed(panels_frame)
     caption = (f"{title}: accuracy on the test set after each training epoch, per cell; lines: "
                "the median over trials per framework and optimizer, bands: the range of the "
                f"trials ({fixed}).{more}" + style.published_note(list(published), drawn, paper))

@@ -49,7 +49,9 @@ def achieved_flops(flops, folder: Path, *, key="achieved_flops", absent: str = "
         file = style.save(fig, folder, f"{key}.svg")
     sources = sorted({str(s) for s in peaked.get("peak_source", []) if not style.missing(s)})
     unpeaked = frame[[style.missing(v) for v in frame["fraction_of_peak"]]]
-    reasons = sorted({str(n) for n in unpeaked["note"] if not style.missing(n) and str(n)})
+    # A note's reason, without the config remedy that stats/flops.csv gives its user.
+    reasons = sorted({str(n).split(": set ")[0] for n in unpeaked["note"]
+                      if not style.missing(n) and str(n)})
     caption = (f"{title}: FLOPs per sample (a multiply-add is 2 FLOPs; training 3 × forward; "
                "normalization, activations and the optimizer not counted, so both values are "
                "lower bounds) times samples per second, per cell and framework, with the "

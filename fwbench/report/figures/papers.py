@@ -50,7 +50,7 @@ def trial_boxplots(trials, folder: Path, *, key: str, title: str, select: dict, 
         ax.set_ylabel(label or column)
         shown = published_p(ax, published, frame.iloc[0], ours)
         file = style.save(fig, folder, f"{key}.svg")
-    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(frame).items())
+    fixed = style.fixed(frame)
     caption = (f"{title}: one value per trial (a fresh process); box plots per framework "
                f"({len(frame)} trials; {fixed}). {note}").strip()
     caption += style.published_note(list(published), shown, paper)
@@ -112,8 +112,7 @@ def metric_vs_batch(trials, folder: Path, *, key: str, title: str, column: str, 
         ax.grid(which="both", color="#eeeeee", linewidth=0.5)
         fig.legend(loc="outside right upper", frameon=False)
         file = style.save(fig, folder, f"{key}.svg")
-    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(frame).items()
-                      if k not in ("model", "framework"))
+    fixed = style.fixed(frame, leave=("model", "framework"))
     caption = (f"{title}: median over trials of each trial's {label}, per model and framework; "
                f"bars: range over the trials ({fixed}).")
     return style.Figure(key, title, caption, file=file, source=source)

@@ -45,8 +45,7 @@ def scaling(cell_stats, efficiency, folder: Path, *, key="scaling", source=None,
         threshold = _label_axes(left, right, sorted(frame["world_size"].unique()), measured)
         fig.legend(loc="outside lower center", frameon=False, ncols=2)
         file = style.save(fig, folder, f"{key}.svg")
-    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(frame).items()
-                      if k != "experiment")
+    fixed = style.fixed(frame, leave=("experiment",))
     caption = (f"{title}: left, throughput (per-device batch × devices / median step time, so the "
                "batch per device is fixed: weak scaling) against the number of devices or "
                "processes, per framework and strategy, with the interval of the median; right, "

@@ -34,7 +34,9 @@ def relative_time(comparisons, failures: dict, folder: Path, *, key="relative_ti
     cells measured in its setting (the rows need a ``dataset``: claims.setting.with_dataset).
     """
     frame = style.select_rows(comparisons, select)
-    if frame.empty:
+    rated = frame["ratio"].notna() & (frame["ratio"].astype(str) != "") if "ratio" in frame \
+        else pd.Series(False, index=frame.index)
+    if not rated.any():  # rows of reasons alone would draw an empty axis
         return style.Figure(key, title, "", reason=f"Not drawn: {absent or 'no matched pair'}.",
                             source=source)
     frame = style.sort_pairs(frame)
@@ -44,7 +46,7 @@ def relative_time(comparisons, failures: dict, folder: Path, *, key="relative_ti
         ax = fig.add_subplot()
         shown = _draw_ratios(ax, frame, failures, varying, list(published))
         file = style.save(fig, folder, f"{key}.svg")
-    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(frame).items())
+    fixed = style.fixed(frame)
     hints = sum(style.is_exploratory(r) for _, r in frame.iterrows())
     band = equivalence_margin(frame)
     caption = (f"{title}: the time ratio of each matched pair "
@@ -164,8 +166,8 @@ def _shorten(text: str, limit: int = 60) -> str:
 def speedup_heatmap(comparisons, failures: dict, folder: Path, *,
                     key="speedup_heatmap") -> style.Figure:
     """The time ratio (PyTorch / TensorFlow) per model and batch size, one panel per
-    combination of the other axes, on a colour scale symmetric in log: orange where PyTorch is
-    faster (below 1), blue where TensorFlow is."""
+    combination of the other axes, on a colour scale symmetric in log: orange where the
+    statistics find PyTorch faster (below 1), blue where TensorFlow; white where undecided."""
     title = "Time ratio by model and batch size"
     frame = comparisons if comparisons is not None else pd.DataFrame()
     if frame.empty or "ratio" not in frame or "batch_size" not in frame:
@@ -199,13 +201,14 @@ def speedup_heatmap(comparisons, failures: dict, folder: Path, *,
         bar.ax.minorticks_off()
         bar.set_label("PyTorch time / TensorFlow time")
         file = style.save(fig, folder, f"{key}.svg")
-    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(frame, PANEL_AXES).items())
+    fixed = style.fixed(frame, PANEL_AXES)
     hints = sum(style.is_exploratory(r) for _, r in frame.iterrows()
                 if not style.missing(r.get("ratio")))
     caption = (f"{title}: the time ratio per model and batch size ({fixed}); orange where "
-               "PyTorch is faster, blue where TensorFlow is. Bold: a verdict of the statistics "
-               "(faster or equivalent) that is not exploratory; plain: inconclusive or exploratory"
-               + (f" ({hints} exploratory)" if hints else "")
+               "the statistics find PyTorch faster, blue where they find TensorFlow faster, "
+               "white where they find the two equivalent or cannot tell. Bold: a verdict "
+               "(faster or equivalent) that is not exploratory; plain: inconclusive or "
+               "exploratory" + (f" ({hints} exploratory)" if hints else "")
                + "; a grey cell names why the pair has no ratio.")
     return style.Figure(key, title, caption, file=file)
 
@@ -230,9 +233,11 @@ def _draw_heatmap(ax, part: pd.DataFrame, models: list[str], span: float, failur
             ax.text(j, i, _short(failures.get(row["pair_id"], "not measured")), ha="center",
                     va="center", fontsize=5.5, color="#444444")
             continue
-        grid[i, j] = math.log(float(ratio))   # log of PyTorch / TensorFlow
-        decided = (str(row.get("verdict")) in ("pytorch_faster", "tensorflow_faster",
-                                               "equivalent") and not style.is_exploratory(row))
+        verdict = str(row.get("verdict")) if not style.is_exploratory(row) else "exploratory"
+        decided = verdict in ("pytorch_faster", "tensorflow_faster", "equivalent")
+        # Coloured only where the statistics say which is faster: a colour reads as a winner.
+        faster = verdict in ("pytorch_faster", "tensorflow_faster")
+        grid[i, j] = math.log(float(ratio)) if faster else 0.0   # log PyTorch / TensorFlow
         ax.text(j, i, style.fmt(ratio, "ratio_cell"), ha="center", va="center", fontsize=6.5,
                 fontweight="bold" if decided else "normal")
     masked = np.ma.masked_invalid(grid)

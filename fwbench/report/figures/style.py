@@ -132,6 +132,12 @@ def constant_axes(frame, axes=PAIR_AXES) -> dict:
             and str(frame[a].iloc[0]) not in ("none", str(AXIS_DEFAULTS.get(a)))}
 
 
+def fixed(frame, axes=PAIR_AXES, leave=()) -> str:
+    """The axes with one value over ``frame`` (``constant_axes``), but ``leave``, in words."""
+    return wording.setting({a: v for a, v in constant_axes(frame, axes).items()
+                            if a not in leave})
+
+
 def sort_pairs(frame):
     """``frame`` in the order every per-pair figure lists its pairs."""
     keys = [a for a in PAIR_AXES if a in frame.columns]

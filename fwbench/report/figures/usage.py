@@ -45,8 +45,7 @@ def memory_vs_batch(memory, folder: Path, *, key="memory_vs_batch",
         _shared_legend(fig, axes.ravel()[:len(panels)])
         file = style.save(fig, folder, f"{key}.svg")
     oom = memory[pd.to_numeric(memory["n_oom"], errors="coerce").fillna(0) > 0]
-    fixed = ", ".join(f"{k} {v}" for k, v in style.constant_axes(memory).items()
-                      if k not in ("phase", "model"))
+    fixed = style.fixed(memory, leave=("phase", "model"))
     caption = (f"{title}: median over ok trials of each cell's peak ({fixed}), with the "
                "interval of the median. Process peak RSS includes each framework's own "
                "libraries, hundreds of MB before any model; the device peak is the framework "
@@ -136,8 +135,9 @@ def latency_ecdf(iterations, trials, folder: Path, *, key="latency_ecdf",
             ax.set_title(style.pair_label(pair, varying), fontsize=7)
         for ax in axes.ravel()[len(shown):]:
             ax.set_visible(False)
+        drawn = set(frame["framework"].astype(str))   # a one-framework run names one
         handles = [_line(style.FRAMEWORK_COLOURS[f], style.FRAMEWORK_LABELS[f])
-                   for f in style.FRAMEWORK_COLOURS]
+                   for f in style.FRAMEWORK_COLOURS if f in drawn]
         fig.legend(handles=handles, loc="outside lower center", frameon=False, ncols=2)
         file = style.save(fig, folder, f"{key}.svg")
     more = (f" The first {len(shown)} of {len(pairs)} pairs are drawn; the latency table has "
@@ -163,20 +163,23 @@ def _line(colour: str, label: str):
 
 
 def _draw_ecdf(ax, pair: pd.DataFrame) -> None:
+    """One pair's ECDFs, in ms, or in s where its slowest iteration takes a second or more (a
+    tick reads "2 s", never "2k ms")."""
+    unit, scale = ("s", 1e9) if pair["time_ns"].max() >= 1e9 else ("ms", 1e6)
     for framework, colour in style.FRAMEWORK_COLOURS.items():
         part = pair[pair["framework"] == framework]
         if part.empty:
             continue
         for _, trial in part.groupby("trial"):
-            values = np.sort(trial["time_ns"].to_numpy(dtype=float)) / 1e6
+            values = np.sort(trial["time_ns"].to_numpy(dtype=float)) / scale
             ax.step(values, np.arange(1, values.size + 1) / values.size, where="post",
                     color=colour, linewidth=0.5, alpha=0.35)
-        values = np.sort(part["time_ns"].to_numpy(dtype=float)) / 1e6
+        values = np.sort(part["time_ns"].to_numpy(dtype=float)) / scale
         ax.step(values, np.arange(1, values.size + 1) / values.size, where="post",
                 color=colour, linewidth=1.4)
         ticks = np.percentile(values, [50, 90, 99], method="inverted_cdf")
         ax.plot(ticks, [0.5, 0.9, 0.99], "|", color=colour, markersize=6)
     style.log_axis(ax, "x")
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel("time per iteration (ms)", fontsize=6)
+    ax.set_xlabel(f"time per iteration ({unit})", fontsize=6)
     ax.grid(which="both", color="#eeeeee", linewidth=0.5)

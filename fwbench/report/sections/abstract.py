@@ -8,18 +8,20 @@ import pandas as pd
 from fwbench.analysis.claims import VERDICTS, wording
 from fwbench.analysis.controls import passed as control_passed
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import machine
 from fwbench.report.sections.reproduction import tally
 
 
 def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures: dict) -> list:
     out, counts, hints = [], claims["counts"], claims["exploratory"]
     versions = wording.join(f"{s['label']} {s['version']}" for s in soft) or "no framework"
+    devices = wording.join(f"the {wording.DEVICE_NAMES.get(d, d)}" for d in facts["devices"])
     out.append(
         f"We measured {facts['n_cells']} cells ({wording.join(facts['models']) or 'no model'}; "
         f"{wording.join(facts['phases']) or 'no phase'}; "
         f"batch {'size' if len(facts['batch_sizes']) == 1 else 'sizes'} "
         f"{', '.join(facts['batch_sizes'])}"
-        f") of {versions} on {wording.join(facts['devices']) or 'no device'}, "
+        f") of {versions} on {devices or 'no device'}, "
         f"in {facts['n_trials']} fresh-process trials of which {facts['n_ok']} ended ok."
         + _processor_clause(data.trials))
     comparisons = data.comparisons
@@ -67,20 +69,22 @@ def _processor_clause(trials: pd.DataFrame) -> str:
     """The processor kind the verdicts hold for: the same config has read the other way on
     another kind (docs/statistics.md), so a verdict is stated for the one that produced it."""
     kinds = wording.unique(trials, "cpu_kind")
+    if "cpu_kind" not in trials or trials["cpu_kind"].isna().any():
+        kinds = []   # a kind some trials lack cannot be shown to be every trial's
     if len(kinds) == 1:
         return (f" Every trial ran on one kind of processor ({kinds[0]}); the verdicts below "
                 "hold for that kind, and another can read them differently.")
     if kinds:
         return f" The trials ran on {len(kinds)} kinds of processor: {wording.join(kinds)}."
-    return (" The trials did not record their processor's kind, so the verdicts below cannot "
-            "be scoped to one.")
+    return (f" The trials {machine.kind_unrecorded(trials)}, so the verdicts below cannot be "
+            "scoped to one kind of processor.")
 
 
 def _controls_sentence(controls: pd.DataFrame) -> str:
     """The run's own check of false positives: each A/A control's ratio and whether it passed."""
     passed = control_passed(controls)
-    each = wording.join(f"{wording.label(r.framework)} {r.model} {r.phase} {wording.ratio(r.ratio)}"
-                        for r in controls.itertuples())
+    each = wording.join(f"{wording.label(r['framework'])}'s {wording.pair_name(r)} at "
+                        f"{wording.ratio(r['ratio'])}" for _, r in controls.iterrows())
     if passed.all():
         return (f"Its A/A controls, a cell of each framework compared with itself, read {each}: "
                 "each equivalent to 1, so the design found no difference where there is none.")

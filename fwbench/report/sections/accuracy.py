@@ -148,7 +148,7 @@ def accuracy_table(numbering: tables.Numbering, data: Inputs) -> dict:
                f"{formatting.level_sentence(uniform, formatting.nominal(data.statistics))} "
                "Epochs per trial: "
                f"{formatting.span(frame.get('n_epochs', []))}. Data: {data_sources(data.trials)}. "
-               f"{tables.constant(frame, wording.TRAINING_AXES)}.")
+               f"{tables.constant(frame, wording.TRAINING_AXES)}")
     return tables.table(numbering, "accuracy", caption,
                         [tables.axis_header(a) for a in axes] + ["Framework", "Trials"]
                         + [header for _, header in columns], rows, notes,

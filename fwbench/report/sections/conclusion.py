@@ -57,7 +57,8 @@ def _shows(rated: pd.DataFrame, trials: pd.DataFrame) -> str:
     where = machine.holds_for(trials, "These hold").removesuffix(".")
     return (f"PyTorch's time over TensorFlow's reads {'; '.join(groups)}."
             + (f" {where}, not for processors in general." if where else
-               " The trials did not record one kind of processor, so no processor is named."))
+               f" The trials {machine.kind_unrecorded(trials)}, so no kind of processor is "
+               "named."))
 
 
 def _would_change(rated: pd.DataFrame, controls: pd.DataFrame) -> str:

@@ -44,7 +44,7 @@ def _strategy_name(strategy, framework) -> str:
 def _fixed(frame: pd.DataFrame) -> str:
     """The axes every row of a distributed table shares, as a sentence ("" when none)."""
     fixed = tables.constant(frame, DISTRIBUTED_AXES)
-    return f" {fixed}." if fixed else ""
+    return f" {fixed}" if fixed else ""
 
 
 def scaling_table(numbering: tables.Numbering, data: Inputs) -> dict:

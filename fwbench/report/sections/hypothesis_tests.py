@@ -13,6 +13,14 @@ from fwbench.report.formatting import Notes
 from fwbench.report.inputs import Inputs
 from fwbench.report.tables import Numbering, table
 
+# Tests only some runs run, each with the reference a reader needs: (words, test name or
+# correction it matches, reference key in report/references.yaml).
+CITED_TESTS = (("Holm's correction within a family", "holm", "holm1979"),
+               ("the Jonckheere-Terpstra trend test", "Jonckheere", "jonckheere1954"),
+               ("the Wilcoxon signed-rank test", "Wilcoxon", "wilcoxon1945"),
+               ("the Shapiro-Wilk normality test", "Shapiro", "shapiro1965"),
+               ("the Lilliefors normality test", "Lilliefors", "lilliefors1967"))
+
 # Tests replicated from a paper, and the trials that make up that paper's experiment.
 PAPER_EXPERIMENTS = {"florencio2019": {"model": "lenet5", "batch_size": "100"}}
 
@@ -46,6 +54,16 @@ def context(numbering: Numbering, data: Inputs) -> dict:
                  "appendix Every hypothesis test.", [k.capitalize() for k in keys]
                  + ["Tests", "Decisions"], rows, Notes(), f"No test: {why}.",
                  classes=[""] * len(keys) + ["num", ""])
+
+
+def cited(data: Inputs) -> list[dict]:
+    """The tests of CITED_TESTS this run ran, in that order: [{"words", "key"}] for the
+    appendix's sentence and the bibliography."""
+    frame = fitting_tests(data)
+    names = " ".join(str(v) for column in ("test", "correction") if column in frame
+                     for v in frame[column].dropna().unique())
+    return [{"words": words, "key": key} for words, match, key in CITED_TESTS
+            if match in names]
 
 
 def _decision(decision: str) -> str:

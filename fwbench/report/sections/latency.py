@@ -54,7 +54,7 @@ def latency_table(numbering: tables.Numbering, data: Inputs) -> dict:
                "iterations (one batch each) pooled over the ok trials, each with its "
                f"{_levels(frame)}percentile-bootstrap interval (in brackets, same unit) that "
                "draws whole trials, and the iterations (trials) behind them. "
-               f"{tables.constant(frame, wording.PAIR_AXES)}."
+               f"{tables.constant(frame, wording.PAIR_AXES)}"
                + tables.every_cell(shared))
     why = data.problems.get("latency", "no ok trial kept its iterations")
     return tables.without_empty_remarks(tables.table(numbering, "latency", caption,

@@ -39,6 +39,16 @@ def holds_for(trials: pd.DataFrame, subject: str) -> str:
             if len(kinds) == 1 else "")
 
 
+def kind_unrecorded(trials: pd.DataFrame) -> str:
+    """What the trials recorded of a processor whose kind (vendor, family, model) they lack:
+    "recorded the processor only as AMD EPYC, not its family and model"."""
+    names = wording.unique(trials, "cpu_model")
+    if names:
+        return (f"recorded the processor only as {wording.join(names)}, not its family and "
+                "model")
+    return "did not record their processor"
+
+
 def describe(trials: pd.DataFrame) -> str:
     """A few sentences on the machine; "" when the trials recorded none of it."""
     cpus, model = _values(trials, "cpu_count"), _values(trials, "cpu_model")

@@ -81,7 +81,7 @@ def memory_table(numbering: tables.Numbering, data: Inputs) -> dict:
     caption = ("Peak memory per cell in MiB: the median over ok trials with its interval "
                f"({formatting.level_phrase(uniform, nominal)}), the range over trials, and the "
                "trials that recorded it. "
-               f"{peaks}. {tables.constant(frame, wording.PAIR_AXES)}."
+               f"{peaks}. {tables.constant(frame, wording.PAIR_AXES)}"
                f"{formatting.level_sentence(uniform, nominal)}"
                + tables.every_cell(shared))
     why = data.problems.get("memory", "the trials recorded no peak memory")
@@ -117,7 +117,7 @@ def memory_comparison_table(numbering: tables.Numbering, data: Inputs, tested,
                "PyTorch uses more), with the statistics of time: the Hodges-Lehmann interval of "
                f"the log peaks at the Bonferroni level of its family{family}, the exact "
                "Mann-Whitney p raw and adjusted, and the verdict against the equivalence margin. "
-               f"{tables.constant(frame, wording.PAIR_AXES)}.")
+               f"{tables.constant(frame, wording.PAIR_AXES)}")
     why = data.problems.get("memory_comparisons",
                             untested or "no pair has a peak on both sides")
     return tables.table(numbering, "memory-comparisons", caption,

@@ -9,7 +9,7 @@ import pandas as pd
 from fwbench.analysis.claims import wording
 from fwbench.analysis.origins import HETEROGENEITY_ALPHA, origins, pooled_comparisons
 from fwbench.report import tables
-from fwbench.report.formatting import Notes, interval_text, verdict_text
+from fwbench.report.formatting import Notes, fmt, interval_text, verdict_text
 from fwbench.report.inputs import Inputs
 
 
@@ -20,7 +20,8 @@ def context(numbering: tables.Numbering, data: Inputs) -> dict:
     axes = tables.shown_axes(data.comparisons)
     machines = [_machine(numbering, data, name, axes) for name in names]
     return {"shown": True, "machines": machines, "pooled": _pooled(numbering, data, axes),
-            "alpha": wording.percent(HETEROGENEITY_ALPHA)}
+            "alpha": wording.percent(HETEROGENEITY_ALPHA),
+            "everywhere": everywhere(data.comparisons)}
 
 
 def _machine(numbering: tables.Numbering, data: Inputs, name: str, axes: list[str]) -> dict:
@@ -42,7 +43,7 @@ def _machine(numbering: tables.Numbering, data: Inputs, name: str, axes: list[st
             verdict_text(row, notes)])
     caption = (f"Origin {name}: PyTorch's time over TensorFlow's per matched pair, from this "
                "origin's trials alone, with its interval at the family's level. "
-               f"{tables.constant(frame, wording.PAIR_AXES)}.")
+               f"{tables.constant(frame, wording.PAIR_AXES)}")
     table = tables.table(numbering, f"origin-{name}", caption,
                          [tables.axis_header(a) for a in axes] + ["Ratio", "Interval",
                                                                   "Verdict"],
@@ -72,13 +73,50 @@ def _pooled(numbering: tables.Numbering, data: Inputs, axes: list[str]) -> dict:
                           "not pooled: the origins disagree"),
             wording.fmt_p(row["heterogeneity_p"]) if not wording.missing(
                 row["heterogeneity_p"]) else "",
+            _sd(row["within_sd"]), _sd(row["between_sd"]), holds_on_text(row["holds_on"]),
             verdict_text(row, notes), row["note"]])
     caption = ("The origins pooled, pair by pair: the fixed-effect mean of the origins' log "
                "ratios, only where Cochran's Q test finds no heterogeneity at "
                f"{wording.percent(HETEROGENEITY_ALPHA)} and no two origins reach opposite "
-               "verdicts; elsewhere each origin's own ratio is the result.")
+               "verdicts; elsewhere each origin's own ratio is the result. Within: the SD of "
+               "one pair's log ratio inside an origin, which each origin's interval covers; "
+               "between: the SD of the origins' own log ratios beyond that noise "
+               "(DerSimonian-Laird), which no single run's interval covers.")
     return tables.table(numbering, "origins-pooled", caption,
-                        [tables.axis_header(a) for a in axes] + ["Origins", "Ratio", "Interval",
-                                                                 "Q p", "Verdict", "Note"],
+                        [tables.axis_header(a) for a in axes] + [
+                            "Origins", "Ratio", "Interval", "Q p", "SD within", "SD between",
+                            "Verdict of each origin", "Verdict", "Note"],
                         rows, notes, "No pair was compared in two origins.",
-                        classes=[""] * len(axes) + ["", "num", "num", "num", "verdict", "msg"])
+                        classes=[""] * len(axes) + ["", "num", "num", "num", "num", "num", "",
+                                                    "verdict", "msg"])
+
+
+def _sd(value) -> str:
+    return "" if wording.missing(value) else fmt(value, "value")
+
+
+def holds_on_text(holds_on: str) -> str:
+    """"the same on every origin", or each verdict in words with the origins that reached it."""
+    if holds_on == "every origin":
+        return "the same on every origin"
+    for code, words in wording.OUTCOME_LABELS.items():
+        holds_on = holds_on.replace(code, words)
+    return holds_on
+
+
+def everywhere(comparisons: pd.DataFrame) -> dict:
+    """The decided verdicts that hold on every origin, and the pairs whose origins differ, named
+    as prose names them."""
+    pooled = pooled_comparisons(comparisons)
+    first = comparisons.drop_duplicates("pair_id").set_index("pair_id")
+    also = wording.telling_apart(first.reset_index())
+    same, differ = [], []
+    for _, row in pooled.iterrows():
+        pair = first.loc[row["pair_id"]]
+        name = wording.pair_name(pair, also)
+        if row["holds_on"] != "every origin":
+            differ.append(name)
+        elif str(pair["verdict"]) in wording.OUTCOME_LABELS and pair["verdict"] != "inconclusive":
+            same.append(f"{name} ({wording.OUTCOME_LABELS[str(pair['verdict'])]})")
+    return {"same": wording.join(same), "differ": wording.join(differ),
+            "n_same": len(same), "n_differ": len(differ)}

@@ -7,9 +7,15 @@ from __future__ import annotations
 
 from fwbench.analysis.claims import wording
 from fwbench.analysis.comparisons import NOT_ESTIMABLE
+from fwbench.analysis.steady_state import CLASSES
 from fwbench.report import formatting, tables
 from fwbench.report.formatting import fmt
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections.unmeasured import for_readers
+
+# The quality classes and findings as a reader reads them.
+CLASS_WORDS = {"warmup": "warm-up", "no_steady_state": "no steady state",
+               "unsteady_warmup": "a warm-up that never settled"}
 
 
 def meanings() -> dict[str, str]:
@@ -19,7 +25,7 @@ def meanings() -> dict[str, str]:
     from fwbench.plan.config import load_schema
 
     spec = load_schema()["properties"]["statistics"].get("properties", {})
-    return {key: " ".join(str(value.get("description", "")).replace("`", "").split())
+    return {key: for_readers(str(value.get("description", "")).replace("`", ""))
             .split(". ")[0].rstrip(".") for key, value in spec.items()}
 
 
@@ -28,7 +34,8 @@ def plan_value(key: str, value) -> str:
     if isinstance(value, dict):
         return "; ".join(f"{k.replace('_', ' ')} {plan_value(k, v)}" for k, v in value.items())
     if isinstance(value, list):
-        return wording.join(plan_value(key, v) for v in value)
+        return wording.join(CLASS_WORDS.get(v, plan_value(key, v)) if key ==
+                            "sensitivity_leaves_out" else plan_value(key, v) for v in value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     if key in ("rope", "margin"):
@@ -99,7 +106,9 @@ def sensitivity_table(numbering: tables.Numbering, data: Inputs) -> dict:
             formatting.interval_text(row, "ratio_ci_low", "ratio_ci_high", notes,
                                      "too few pairs left for an interval"),
             formatting.verdict_text(row, notes), primary or "—"])
-    left_out = wording.join(wording.unique(frame, "without")) or "the quality classes"
+    named = [CLASS_WORDS.get(c.strip(), c.strip()) for w in wording.unique(frame, "without")
+             for c in w.split(",")]
+    left_out = wording.join(named) or "the quality classes"
     return tables.table(numbering, "sensitivity", "Sensitivity analysis: each comparison "
                         f"again without the trials of {left_out} (Left out: how many), beside "
                         "the primary verdict, which uses every ok trial.",
@@ -133,17 +142,20 @@ def plan_status(data: Inputs) -> str:
 
 
 def quality_sentence(data: Inputs) -> str:
-    """The trials' quality classes per framework, and the test of whether they differ."""
+    """The trials' quality classes per framework (each trial is in one), the warm-ups that never
+    settled (a finding beside the class, not a class), and the test of whether they differ."""
     frame = data.quality
     if frame.empty or "framework" not in frame:
         return ""
-    classes = [c for c in frame.columns if c.startswith("n_") and c != "n_trials"]
     parts = []
     for _, row in frame.iterrows():
-        counts = ", ".join(f"{wording.text(row[c])} {c.removeprefix('n_').replace('_', ' ')}"
-                           for c in classes if not wording.missing(row[c]))
-        parts.append(f"{wording.label(row['framework'])} {counts} of "
-                     f"{wording.text(row.get('n_trials'))}")
+        counts = wording.join([f"{wording.text(row[f'n_{c}'])} {CLASS_WORDS.get(c, c)}"
+                               for c in CLASSES if not wording.missing(row.get(f"n_{c}"))])
+        unsettled = row.get("n_unsteady_warmup")
+        also = (f" ({wording.text(unsettled)} of them with a warm-up that never reached a "
+                "steady state)" if not wording.missing(unsettled) and unsettled else "")
+        parts.append(f"{wording.label(row['framework'])}: {counts} of "
+                     f"{wording.count(int(row['n_trials']), 'trial')}{also}")
     p = wording.unique(frame, "fisher_p")
     test = (f"; whether they differ between the frameworks: p = {wording.fmt_p(float(p[0]))} "
             f"({frame['test'].iloc[0].split(',')[0]})" if len(p) == 1 and "test" in frame

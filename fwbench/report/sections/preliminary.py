@@ -12,9 +12,10 @@ TITLES = {"one measuring code": "One version of what measures",
           "one processor kind": "One kind of processor", "quiet": "A quiet machine",
           "A/A controls": "A/A controls", "headline comparisons": "Every comparison decided"}
 SUMMARY = ("This run is preliminary: it did not pass the gate a run passes before it ships as "
-           "evidence (docs/report.md, \"Shipping a run\"). Its numbers are what was measured, "
-           "but its verdicts on the published claims count toward no finding, here or across "
-           "runs, until it is measured again.")
+           "evidence (one version of what measures, one kind of processor, a quiet machine, A/A "
+           "controls equivalent to 1, and every comparison decided or sized to decide). Its "
+           "numbers are what was measured, but its verdicts on the published claims count "
+           "toward no finding, here or across runs, until it is measured again.")
 
 
 def is_preliminary(data: Inputs) -> bool:

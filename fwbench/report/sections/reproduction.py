@@ -26,6 +26,7 @@ from fwbench.report.inputs import Inputs
 from fwbench.report.sections import machine
 from fwbench.report.sections.accuracy import data_sources, epoch_time_summary, of_ok_trials
 from fwbench.report.sections.preliminary import is_preliminary
+from fwbench.report.sections.unmeasured import for_readers
 from fwbench.report.tables import Numbering
 
 
@@ -148,8 +149,8 @@ def _unjudged_groups(rows: list[dict]) -> list[dict]:
     """Claims not judged, grouped by status and reason (said once per group)."""
     groups: dict[tuple[str, str], list[str]] = {}
     for row in rows:
-        reason = row["ours"].removeprefix("not measured in this run: ").removeprefix(
-            "untestable: ")
+        reason = for_readers(row["ours"].removeprefix("not measured in this run: ")
+                             .removeprefix("untestable: "))
         groups.setdefault((row["verdict"], reason), []).append(row["id"])
     return [{"verdict": verdict, "verdict_class": verdict.replace(" ", "-"), "reason": reason,
              "ids": ids} for (verdict, reason), ids in groups.items()]
@@ -336,8 +337,7 @@ def _confusion_cell(confusion: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     keys = [k for k in wording.TRAINING_AXES if k in frame]
     first = frame.sort_values(keys, kind="stable").iloc[0]
     frame = frame[(frame[keys].astype(str) == first[keys].astype(str)).all(axis=1)]
-    cell = ", ".join(f"{k.replace('_', ' ')} {wording.text(first[k])}" for k in keys
-                     if not wording.missing(first[k]))
-    return frame, (f"the cell {cell}, after its last validation on the test set, chosen as "
+    cell = wording.setting({k: first[k] for k in keys if not wording.missing(first[k])})
+    return frame, (f"the cell ({cell}), after its last validation on the test set, chosen as "
                    "the paper's ResNet18 (else the first cell), with the GPU, idiomatic mode "
                    "and defaults profile where the run has them")

@@ -37,7 +37,7 @@ def figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figure]:
     comparisons, stats, trials = data.comparisons, data.cell_stats, data.trials
     return {
         "relative_time": speed.relative_time(comparisons, failures, folder, title="Relative time",
-                                             absent="the statistics hold no matched pair"),
+                                             absent=no_pair_reason(trials)),
         "speedup_heatmap": speed.speedup_heatmap(comparisons, failures, folder),
         "throughput": speed.throughput(stats, folder),
         "inference_vs_batch": speed.time_vs_batch(stats, folder, source="patel2023 Fig. 4"),
@@ -52,6 +52,15 @@ def figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figure]:
                                                absent=tables.absent_reason(data, "telemetry_trace",
                                                                            TRACE_ABSENT)),
     }
+
+
+def no_pair_reason(trials) -> str:
+    """Why no pair has a ratio: a run of one framework has no second side."""
+    measured = wording.unique(trials, "framework")
+    if len(measured) == 1:
+        return (f"the run measured {wording.label(measured[0])} alone, so no pair has both "
+                "frameworks")
+    return "no matched pair has ok trials of both frameworks"
 
 
 TRACE_ABSENT = ("the tables hold no telemetry trace: no trial ended ok, or the rule "
@@ -107,7 +116,7 @@ def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) 
                f"family hold together {formatting.level_phrase(None, joint)} (Section 2.6); "
                f"the verdict reads the interval alone.{interval}"
                f"{_family_level_sentence(uniform, joint)} "
-               f"{tables.constant(frame, wording.PAIR_AXES)}. "
+               f"{tables.constant(frame, wording.PAIR_AXES)} "
                + machine.holds_for(data.trials, "The ratios hold")).rstrip()
     why = data.problems.get("comparisons", "no matched pair was compared")
     return tables.table(numbering, "comparisons", caption,
@@ -199,7 +208,7 @@ def cell_table(numbering: tables.Numbering, data: Inputs, failures: dict) -> dic
                f"({formatting.level_phrase(uniform, nominal)}), "
                "interquartile range and coefficient of variation between trials; throughput "
                "(samples/s); median cold-start iteration (Cold). "
-               f"{tables.constant(frame, wording.PAIR_AXES)}."
+               f"{tables.constant(frame, wording.PAIR_AXES)}"
                f"{formatting.level_sentence(uniform, nominal)}"
                + tables.every_cell(shared))
     why = data.problems.get("cell_stats", "no cell was summarized")

@@ -12,9 +12,18 @@ FOR_READERS = [
     (re.compile(r"presets/([\w-]+)\.yaml"), r"the \1 preset"),
     (re.compile(r"\s*\((?:config key|config experiment)[^()]*\)"), ""),
     (re.compile(r"\s*\([^()]*\b[\w/-]+\.(?:md|csv|yaml)\b[^()]*\)"), ""),
+    (re.compile(r"\s*\(fwbench\.[\w.]+[^()]*\)"), ""),
     (re.compile(r"\bmeasured on cpu\b"), "measured on the CPU"),
     (re.compile(r"\bmeasured on cuda\b"), "measured on a GPU"),
 ]
+
+
+def for_readers(reason: str) -> str:
+    """``reason`` as a reader of the paper reads it (FOR_READERS), on one line."""
+    reason = " ".join(str(reason).split())
+    for pattern, replacement in FOR_READERS:
+        reason = pattern.sub(replacement, reason)
+    return reason
 
 
 def context(figures: dict, context: dict) -> list[str]:
@@ -57,9 +66,7 @@ def _tables(context: dict) -> list[tuple[str, dict]]:
 def _clause(reason: str) -> str:
     """A left-out item's reason as a clause: without "Not drawn:" or "No …:" heads and the
     final full stop."""
-    reason = " ".join(str(reason).split())
-    for pattern, replacement in FOR_READERS:
-        reason = pattern.sub(replacement, reason)
+    reason = for_readers(reason)
     for head in ("Not drawn: ", "Not drawn. "):
         reason = reason.removeprefix(head)
     if reason.startswith("No ") and ": " in reason.split(".")[0]:

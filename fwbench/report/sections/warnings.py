@@ -4,12 +4,17 @@ images, missing tables)."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from fwbench.analysis.claims import wording
 from fwbench.report.facts import column_or_none, is_native, machine_columns, pinned, rows_where
 from fwbench.report.formatting import count
 from fwbench.report.inputs import Inputs
+
+# A table's file as a reason names it ("comparisons.csv has no rows"): "its file", for a reader.
+TABLE_FILE = re.compile(r"[\w.-]+[.](?:csv|parquet)\b")
 
 
 def context(data: Inputs, soft: list[dict]) -> list[str]:
@@ -19,12 +24,10 @@ def context(data: Inputs, soft: list[dict]) -> list[str]:
     if len(set(commits)) > 1:
         counts = pd.Series(commits).value_counts().sort_index()
         listed = wording.join(f"{c[:12]} ({n} trials)" for c, n in counts.items())
-        first, *_, last = counts.index
-        out.append(f"This run mixes workflow commits: {listed}. Trials measured by different "
-                   "code are compared as if they were one run: check that the commits differ "
-                   "in nothing that measures (`git diff --stat "
-                   f"{first[:12]} {last[:12]} -- fwbench rules Snakefile`), or re-run the "
-                   "older trials.")
+        out.append(f"This run mixes {len(counts)} versions of the workflow (commits {listed}): "
+                   "trials measured by different code are compared as if they were one run. "
+                   "Unless the versions differ in nothing that measures, the older trials need "
+                   "measuring again; Appendix A lists each trial's version.")
     if "git_commit" in trials and trials["git_commit"].isna().any():
         out.append(f"{count(int(trials['git_commit'].isna().sum()), 'trial')} recorded no workflow "
                    "commit (git could not tell).")
@@ -36,11 +39,13 @@ def context(data: Inputs, soft: list[dict]) -> list[str]:
         apart = trials[trials["measured_together"].eq(False)]["pair_id"].dropna().unique()
         if len(apart):
             were = "was" if len(apart) == 1 else "were"
-            out.append(f"{count(len(apart), 'cell group')} {were} not measured together (a "
+            groups = trials[trials["pair_id"].isin(apart)].drop_duplicates("pair_id")
+            also = wording.telling_apart(groups)
+            names = sorted(wording.pair_name(row, also) for _, row in groups.iterrows())
+            out.append(f"{count(len(apart), 'matched pair')} {were} not measured together (a "
                        "partial re-run measured one side later, or out of the planned order), "
                        "so drift can favour one framework: "
-                       + wording.join(f"`{p}`" for p in sorted(apart)[:5])
-                       + (" …" if len(apart) > 5 else "") + ".")
+                       + wording.join(names[:5]) + (" …" if len(names) > 5 else "") + ".")
     threads = {s["threads_intra"] for s in soft}
     if len(threads) > 1:
         out.append("The frameworks ran with different intra-op thread counts ("
@@ -59,8 +64,9 @@ def context(data: Inputs, soft: list[dict]) -> list[str]:
                    "this report applies (Section 2.6).")
     out += machine_warnings(trials)
     out += unpinned_warnings(trials)
-    out += [f"The {name.replace('_', ' ')} table is missing: {why}." for name, why in
-            sorted(data.problems.items()) if name in ("trials", "cell_stats", "comparisons")]
+    out += [f"The {name.replace('_', ' ')} table is missing: {TABLE_FILE.sub('its file', why)}."
+            for name, why in sorted(data.problems.items())
+            if name in ("trials", "cell_stats", "comparisons")]
     return out
 
 
