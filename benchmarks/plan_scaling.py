@@ -112,9 +112,10 @@ def fabricate_finished_run(workdir: Path, plan: Plan) -> None:
         Path(workdir, path).write_text(text)
 
     write(plan.idle_path(), "{}")
-    for cell in filter(plan.calibrates, plan.cells()):  # calibrations, then their warm-ups
-        for suffix in ("json", "env.json", "telemetry.csv", "telemetry.json"):
-            write(plan.calibration_path(cell, suffix), "{}")
+    for cell in plan.cells():  # calibrations, then their warm-ups
+        for name in plan.calibration_names(cell):
+            for suffix in ("json", "env.json", "telemetry.csv", "telemetry.json"):
+                write(plan.calibration_path(cell, suffix, name), "{}")
     time.sleep(0.05)
     for cell in filter(plan.calibrates, plan.cells()):
         write(plan.warmup_path(cell), "{}")

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import subprocess
 import sys
 from pathlib import Path
 
-from fwbench import SOURCE_DIR, __version__
+from fwbench import SOURCE_DIR, __version__, jobs
 from fwbench.errors import FwbenchError
 
 DESCRIPTION = """\
@@ -39,59 +38,6 @@ examples:
 INSTALL_HINT = ("install fwbench's locked environment: in the repository, `make .venv/.installed` "
                 "(or `pip install -r requirements.lock && pip install --no-deps -e .`), then run "
                 "`.venv/bin/fwbench` or activate it with `. .venv/bin/activate`")
-
-
-def _trial_command(args) -> int:
-    from fwbench.measure.supervisor import Interrupted, stop_on_signals
-    from fwbench.measure.trial import run_trial
-
-    stop_on_signals()
-    timeline = {"job_started": _epoch_ns(args.job_started), "python_started": args.started_ns}
-    try:
-        result = run_trial(json.loads(args.settings), args.result, args.env, args.telemetry,
-                           args.idle, timeline={k: v for k, v in timeline.items() if v},
-                           warmup_path=args.warmup)
-    except Interrupted as exc:
-        print(f"fwbench: trial interrupted, nothing written: {exc}", file=sys.stderr)
-        return 130
-    times = result["iteration_ns"]
-    summary = (f"median {sorted(times)[len(times) // 2] / 1e6:.3f} ms" if times
-               else result["message"])
-    print(f"{result['cell_id']} trial {result['trial']}: {result['status']} ({summary})",
-          file=sys.stderr)
-    return 0
-
-
-def _fix_warmup_command(args) -> int:
-    from fwbench.analysis.steady_state import fixed_warmup
-    from fwbench.measure.results import load_trial, write_json
-
-    record = fixed_warmup(load_trial(args.calibration), warmup_min=args.min, warmup_max=args.max,
-                          warmup_max_s=args.max_s or None)
-    write_json(record, args.out)
-    print(f"{record['cell_id']}: warm up {record['iterations']} steps ({record['reason']})",
-          file=sys.stderr)
-    return 0
-
-
-def _prepare_data_command(args) -> int:
-    from fwbench.measure.data import prepare_data
-    from fwbench.measure.results import write_json
-
-    settings = json.loads(args.settings)
-    manifests = prepare_data(settings["data"], settings["shapes"])
-    write_json(manifests, args.out)
-    print(f"data ready: {', '.join(manifests) or 'none'}", file=sys.stderr)
-    return 0
-
-
-def _epoch_ns(seconds: str | None) -> int | None:
-    """Bash's ``$EPOCHREALTIME`` ("1732451234.123456", a comma in some locales) in ns; None
-    when the shell has none (not bash 5)."""
-    try:
-        return round(float((seconds or "").replace(",", ".")) * 1e9)
-    except ValueError:
-        return None
 
 
 def _snakemake(args: list[str]) -> int:
@@ -252,14 +198,6 @@ def _index_command(args) -> int:
     return 0
 
 
-def _idle_command(args) -> int:
-    from fwbench.measure.trial import measure_idle_baseline
-
-    idle = measure_idle_baseline(args.out, duration_s=args.duration, period_s=args.period)
-    print(f"idle baseline: {json.dumps(idle)[:300]}", file=sys.stderr)
-    return 0
-
-
 def _models_command(args) -> int:
     from fwbench.plan.models import print_models  # counts parameters in both frameworks
 
@@ -287,11 +225,14 @@ def _run_command(args) -> int:
     from fwbench.plan.runs import new_run, uses_containers
 
     extra = args.snakemake_args[1:] if args.snakemake_args[:1] == ["--"] else args.snakemake_args
-    run = new_run(args.preset, args.configfile, extra, dry_run=args.dry_run)
+    run = new_run(args.preset, args.configfile, extra, dry_run=args.dry_run, groups=args.groups)
     moved = (f" (results/{run.asked}/ holds a shipped run, which no run writes into)"
              if run.run != run.asked else "")
     print(f"fwbench run: {'would write' if args.dry_run else 'writes'} {run.folder}{moved}",
           file=sys.stderr)
+    if run.groups:
+        print(f"fwbench run: measures the next {_groups(run.groups)} not yet measured and "
+              f"stops, {run.groups_left} left after them", file=sys.stderr)
     found = doctor.checks(containers=uses_containers(extra))
     print("\n".join(map(doctor.line, found)), doctor.verdict(found), sep="\n", file=sys.stderr)
     if doctor.blocks(found):
@@ -307,6 +248,11 @@ def _run_command(args) -> int:
     elif status:
         print(f"fwbench run: wrote {run.folder}, unfinished (Snakemake's exit status {status}); "
               "the same command resumes it", file=sys.stderr)
+    elif run.groups:
+        print(f"fwbench run: measured {_groups(run.groups)} more of {run.folder}; "
+              + (f"{run.groups_left} left: the same command measures the next"
+                 if run.groups_left else "none left: without --groups it writes the report"),
+              file=sys.stderr)
     else:
         _index_command(argparse.Namespace(results="results", out=None))
         print(f"fwbench run: wrote {run.folder}; report: {run.folder}report/report.html and "
@@ -325,6 +271,17 @@ def _audit_command(args) -> int:
         written = sorted(p.name for p in (run_dir / "audit").glob("*.csv"))
         print(f"fwbench audit: {run_dir / 'audit'}/: {', '.join(written)}", file=sys.stderr)
     return status
+
+
+def _groups(n: int) -> str:
+    return f"{n} cell group{'' if n == 1 else 's'}"
+
+
+def _positive(text: str) -> int:
+    """A count of at least 1, for argparse."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"give a whole number of at least 1, not {text!r}")
+    return int(text)
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -514,6 +471,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="another config, e.g. a run's results/<run>/config.yaml")
     run.add_argument("-n", "--dry-run", action="store_true",
                      help="say what would run, measuring and writing nothing")
+    run.add_argument("--groups", type=_positive, metavar="N",
+                     help="measure only the next N cell groups not yet measured, in the planned "
+                     "order, then stop: a run split over sittings never splits a group (its "
+                     "pairs are measured together); without it, the whole run and its report")
     run.add_argument("snakemake_args", nargs=argparse.REMAINDER, metavar="-- SNAKEMAKE_ARGS",
                      help="after --, more Snakemake arguments (they win over fwbench's), e.g. "
                      "-- --use-singularity --config 'devices=[cpu,cuda]'")
@@ -528,58 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
         "experiment runs.", _audit_command)
     audit.add_argument("run_dir", metavar="RUN", help="the run's folder, e.g. results/reference")
 
-    # Run by the workflow (rules/benchmark.smk), not listed.
-    idle = _command(
-        commands, "idle", None,
-        "Run by the workflow before the first trial. Sample GPU power, the energy counters "
-        "and temperatures with nothing running (a CUDA context held on each GPU, as a trial "
-        "holds one), and write the baseline that trials subtract from their energy and wait "
-        "for before they start.", _idle_command)
-    idle.add_argument("--out", required=True, help="the JSON file to write")
-    idle.add_argument("--duration", type=float, default=3.0, help="seconds (default 3)")
-    idle.add_argument("--period", type=float, default=0.1, help="sampling period in seconds")
-
-    data = _command(
-        commands, "prepare-data", None,
-        "Run by the workflow before the first trial that reads a data set. Fetch and verify "
-        "every data set the sweep reads and write what the trials will read (data set, source, "
-        "files and checksums).", _prepare_data_command)
-    data.add_argument("--settings", required=True, help="the config's data block and the "
-                      "sweep's input shapes, as JSON {\"data\": ..., \"shapes\": ...}")
-    data.add_argument("--out", required=True, help="the data.json to write")
-
-    warmup = _command(
-        commands, "fix-warmup", None,
-        "Run by the workflow after a cell's calibration trial. Find where its single steps "
-        "reach their steady state (a changepoint analysis) and write the warm-up every trial "
-        "of the cell takes, within [--min, --max] steps (or --max-s seconds).",
-        _fix_warmup_command)
-    warmup.add_argument("--calibration", required=True, help="the cell's calibration.json")
-    warmup.add_argument("--out", required=True, help="the warmup.json to write")
-    warmup.add_argument("--min", type=int, required=True, help="fewest warm-up steps")
-    warmup.add_argument("--max", type=int, required=True,
-                        help="most warm-up steps, and the warm-up when none is found")
-    warmup.add_argument("--max-s", type=float, default=0.0,
-                        help="the cap in seconds: allow as many steps as fit in it at the "
-                        "calibration's median step, where that is more than --max (0: none)")
-
-    trial = _command(
-        commands, "trial", None,
-        "Run by the workflow. Measure one trial: a fresh process runs the cell while "
-        "telemetry is sampled, and its result, provenance and telemetry files are written "
-        "atomically. The workflow passes the settings from its plan; running it by hand is for "
-        "debugging.", _trial_command)
-    trial.add_argument("--settings", required=True,
-                       help="the trial's settings as JSON (from the plan)")
-    trial.add_argument("--result", required=True, help="path of trial-<k>.json")
-    trial.add_argument("--env", required=True, help="path of trial-<k>.env.json")
-    trial.add_argument("--telemetry", required=True, help="path of trial-<k>.telemetry.csv")
-    trial.add_argument("--idle", help="the run's idle baseline (idle.json)")
-    trial.add_argument("--warmup", help="the cell's warm-up record (warmup.json), fixed by its "
-                       "calibration trial; empty or absent: warm up warmup_max steps")
-    trial.add_argument("--job-started", metavar="SECONDS",
-                       help="when the job's shell started, in seconds since the epoch (the "
-                       "workflow passes bash's $EPOCHREALTIME), for the timeline in the log")
+    jobs.add_commands(commands, _command)   # the workflow's own commands, not listed
     return parser
 
 

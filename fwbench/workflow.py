@@ -91,24 +91,26 @@ def restore_times(run_dir: str | os.PathLike) -> int:
     mtime trigger then takes warm-up records and first members of pairs for newer than the
     trials after them, and a resume re-measures finished trials. The run's environment
     records (idle baseline, data) come before all of them; a cell's warm-up record and profile
-    come right after what they are made from."""
+    come right after what they are made from (its last calibration, its last trial)."""
     run_dir = Path(run_dir)
     set_count = 0
     stamps = {}
     for result in run_dir.glob("cells/*/*/*/*/*/*.json"):
         stem = result.name.removesuffix(".json")
-        if stem == "calibration" or re.fullmatch(r"trial-\d+", stem):
+        if re.fullmatch(r"calibration(-\d+)?|trial-\d+", stem):
             stamp = _ended_at(result)
             if stamp is not None:
                 stamps[result.parent, stem] = stamp
     step = 0.001
-    last = {}
+    last, calibrated = {}, {}
     for (cell, stem), stamp in stamps.items():
         for path in cell.glob(f"{stem}.*"):
             set_count += _set_mtime(path, stamp)
-        if stem == "calibration":
-            set_count += _set_mtime(cell / "warmup.json", stamp + step)
+        if stem.startswith("calibration"):
+            calibrated[cell] = max(stamp, calibrated.get(cell, stamp))
         last[cell] = max(stamp, last.get(cell, stamp))
+    for cell, stamp in calibrated.items():
+        set_count += _set_mtime(cell / "warmup.json", stamp + step)
     for cell, stamp in last.items():
         set_count += _set_mtime(cell / "profile.json", stamp + step)
     if stamps:

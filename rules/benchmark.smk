@@ -5,7 +5,7 @@
 # first trial.
 
 
-# Calls fwbench.measure.trial.measure_idle_baseline (through `fwbench idle`, fwbench.cli).
+# Calls fwbench.measure.trial.measure_idle_baseline (through `fwbench idle`, fwbench.jobs).
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule measure_idle:
     output:
@@ -20,7 +20,7 @@ rule measure_idle:
         " --period {params.period} > {log} 2>&1"
 
 
-# Calls fwbench.measure.data.prepare_data (through `fwbench prepare-data`, fwbench.cli). A
+# Calls fwbench.measure.data.prepare_data (through `fwbench prepare-data`, fwbench.jobs). A
 # command, not a script, for the reason fix_warmup gives.
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule prepare_data:
@@ -35,20 +35,21 @@ rule prepare_data:
         " > {log} 2>&1"
 
 
-# A trial of the cell timing single steps only, in a fresh process like every trial: where its
-# steps settle fixes the warm-up of all its trials.
-# Calls fwbench.measure.trial.run_trial (through `fwbench trial`, fwbench.cli), with the cell's
+# A trial of the cell timing single steps only, in a fresh process like every trial; a cell runs
+# `warmup.calibrations` of them (calibration, calibration-2, ...): where their steps settle fixes
+# the warm-up of all its trials.
+# Calls fwbench.measure.trial.run_trial (through `fwbench trial`, fwbench.jobs), with the cell's
 # calibration settings.
 rule calibrate_cell:
     input:
         idle=ancient(PLAN.idle_path()),
     output:
-        result=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/calibration.json",
-        env=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/calibration.env.json",
-        telemetry=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/calibration.telemetry.csv",
-        sidecar=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/calibration.telemetry.json",
+        result=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/{{calibration}}.json",
+        env=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/{{calibration}}.env.json",
+        telemetry=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/{{calibration}}.telemetry.csv",
+        sidecar=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/{{calibration}}.telemetry.json",
     log:
-        f"logs/{PLAN.run}/calibrate_cell/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}.log",
+        f"logs/{PLAN.run}/calibrate_cell/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/{{calibration}}.log",
     priority: get_calibration_priority
     container:
         get_container
@@ -63,16 +64,16 @@ rule calibrate_cell:
         " --job-started=$EPOCHREALTIME > {log} 2>&1"
 
 
-# Host side: the changepoint analysis of the calibration's steps (fwbench.analysis.steady_state)
+# Host side: the changepoint analysis of the calibrations' steps (fwbench.analysis.steady_state)
 # and the warm-up it fixes (fwbench.measure.calibration.fix_warmup), through `fwbench
 # fix-warmup`. It takes the benchmark slot, so it never runs beside a timed trial. A command,
 # not a script: Snakemake reruns a script's rule whenever the script file is newer than the
 # output, as every file of a fresh clone is, and every trial after it would be measured again.
-# Calls fwbench.analysis.steady_state.fixed_warmup (through `fwbench fix-warmup`, fwbench.cli).
+# Calls fwbench.analysis.steady_state.fixed_warmup (through `fwbench fix-warmup`, fwbench.jobs).
 # lint-ok software: host side, runs natively in the project environment (README, "Software").
 rule fix_warmup:
     input:
-        calibration=rules.calibrate_cell.output.result,
+        calibrations=get_calibration_paths,
     output:
         warmup=f"{RESULTS}/cells/{{experiment}}/{{device}}/{{framework}}/{{model}}/{{cell}}/warmup.json",
     log:
@@ -84,12 +85,12 @@ rule fix_warmup:
         warmup=lookup(dpath="warmup", within=config),
         max_s=lambda wildcards: config["warmup"].get("max_s") or 0,
     shell:
-        "python -m fwbench fix-warmup --calibration {input.calibration} --out {output.warmup}"
+        "python -m fwbench fix-warmup --calibration {input.calibrations} --out {output.warmup}"
         " --min {params.warmup[min]} --max {params.warmup[max]} --max-s {params.max_s}"
         " > {log} 2>&1"
 
 
-# Calls fwbench.measure.trial.run_trial (through `fwbench trial`, fwbench.cli).
+# Calls fwbench.measure.trial.run_trial (through `fwbench trial`, fwbench.jobs).
 rule run_trial:
     input:
         data=get_data_record(),

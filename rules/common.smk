@@ -78,8 +78,12 @@ def get_control_results():
 
 
 def get_controls_table(wildcards):
-    """stats/controls.csv, for the report, where the run has A/A controls."""
-    return {"controls": f"{RESULTS}/stats/controls.csv"} if config["controls"] else {}
+    """stats/controls.csv and the controls' trials, for the report, where the run has A/A
+    controls."""
+    if not config["controls"]:
+        return {}
+    return {"controls": f"{RESULTS}/stats/controls.csv",
+            "control_trials": rules.collect_controls.output.trials}
 
 
 def get_gate_controls(wildcards):
@@ -157,6 +161,12 @@ def get_warmup_record(wildcards):
 def get_calibration_settings(wildcards):
     settings = images.with_images(PLAN.calibration_settings(_cell(wildcards)), IMAGES)
     return json.dumps(settings, sort_keys=True)
+
+
+def get_calibration_paths(wildcards):
+    """The results of the cell's calibration trials, which fix its warm-up together."""
+    cell = _cell(wildcards)
+    return [PLAN.calibration_path(cell, name=name) for name in PLAN.calibration_names(cell)]
 
 
 def get_calibration_priority(wildcards):

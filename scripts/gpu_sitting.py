@@ -200,12 +200,16 @@ def sweep(out: Path, config: dict, deadline: float) -> dict:
         for cell in (c for c in plan._groups[trial.cell.pair_id] if c not in calibrated):
             calibrated.add(cell)
             settings = json.dumps(plan.calibration_settings(cell), sort_keys=True)
-            result = plan.calibration_path(cell)
-            _fwbench("trial", "--settings", settings, "--result", result, "--env",
-                     plan.calibration_path(cell, "env.json"), "--telemetry",
-                     plan.calibration_path(cell, "telemetry.csv"), "--idle", plan.idle_path(),
-                     log_path=logs / "calibrate_cell" / f"{cell.name}.log", timeout=timeout)
-            _fwbench("fix-warmup", "--calibration", result, "--out", plan.warmup_path(cell),
+            results = []
+            for name in plan.calibration_names(cell):
+                results.append(plan.calibration_path(cell, name=name))
+                _fwbench("trial", "--settings", settings, "--result", results[-1], "--env",
+                         plan.calibration_path(cell, "env.json", name), "--telemetry",
+                         plan.calibration_path(cell, "telemetry.csv", name), "--idle",
+                         plan.idle_path(),
+                         log_path=logs / "calibrate_cell" / cell.name / f"{name}.log",
+                         timeout=timeout)
+            _fwbench("fix-warmup", "--calibration", *results, "--out", plan.warmup_path(cell),
                      "--min", str(config["warmup"]["min"]), "--max",
                      str(config["warmup"]["max"]),
                      log_path=logs / "fix_warmup" / f"{cell.name}.log", timeout=timeout)

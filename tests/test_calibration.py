@@ -1,5 +1,5 @@
 """fwbench/measure/calibration.py and `fwbench fix-warmup`: a cell's warm-up, fixed from its
-calibration trial by the changepoint analysis, then read by each of its trials."""
+calibration trials by the changepoint analysis, then read by each of its trials."""
 
 import dataclasses
 import json
@@ -23,7 +23,11 @@ def _calibration(times, status="ok"):
 
 
 def _fix(times, status="ok", **bounds):
-    return steady_state.fixed_warmup(_calibration(times, status),
+    return _fix_several([_calibration(times, status)], **bounds)
+
+
+def _fix_several(calibrations, **bounds):
+    return steady_state.fixed_warmup(calibrations,
                                      **{"warmup_min": 5, "warmup_max": 100, **bounds})
 
 
@@ -87,6 +91,51 @@ def test_no_steady_state_and_a_failed_calibration_fall_back_to_the_maximum():
     failed = _fix([], status="unsupported")
     assert (failed["iterations"], failed["steady"]) == (100, None)
     assert "ended unsupported" in failed["reason"]
+
+
+def _switching(total=600, seed=0):
+    """Steps at 3.1 ms, then 2.0, 3.1 and 2.0 ms again, 150 each, with 2% noise: the host
+    switching speed under the process (the reference's TensorFlow lenet5 train calibration)."""
+    rng = np.random.default_rng(seed)
+    level = np.repeat([3.1e6, 2.0e6, 3.1e6, 2.0e6], total // 4)
+    return (level * (1 + 0.02 * rng.standard_normal(total))).astype(int).tolist()
+
+
+def test_the_warmup_is_where_a_majority_of_the_calibrations_is_steady():
+    # Steady from about 60, 120 and 180 steps: the median, 120, with two of three steady there.
+    record = _fix_several([_calibration(_warming_up(n, seed=n)) for n in (60, 180, 120)],
+                          warmup_max=300)
+    found = [c["found"] for c in record["calibrations"]]
+    assert record["found"] == sorted(found)[1] and record["iterations"] == record["found"]
+    assert record["steady"] and record["class"] == "warmup"
+    assert f"steady from step {record['found']} in 2 of the 3 calibrations" in record["reason"]
+
+
+def test_a_host_that_switches_speed_in_one_calibration_moves_nothing():
+    alone = _fix(_warming_up(60))
+    record = _fix_several([_calibration(_warming_up(60)), _calibration(_switching()),
+                           _calibration(_warming_up(60, seed=1))])
+    assert [c["class"] for c in record["calibrations"]] == ["warmup", "switching", "warmup"]
+    assert abs(record["found"] - alone["found"]) <= 20 and record["steady"]
+
+
+def test_a_host_that_switches_speed_in_most_calibrations_is_said_so_not_called_unsteady():
+    record = _fix_several([_calibration(_switching(seed=k)) for k in range(2)]
+                          + [_calibration(_warming_up(60))])
+    assert (record["class"], record["found"], record["steady"]) == ("switching", None, None)
+    assert record["iterations"] == 100
+    assert "the host switched speed in 2 of the 3 calibrations" in record["reason"]
+    one = _fix(_switching())
+    assert (one["class"], one["steady"]) == ("switching", None)
+    assert one["reason"].startswith("the host switched speed in the calibration:")
+
+
+def test_too_few_calibrations_that_ended_ok_fall_back_to_the_maximum():
+    record = _fix_several([_calibration(_warming_up(60)), _calibration([], "crashed"),
+                           _calibration([], "timeout")])
+    assert (record["iterations"], record["steady"], record["calibration_status"]) == (
+        100, None, "crashed")
+    assert "2 of the 3 calibrations did not end ok (crashed, timeout)" in record["reason"]
 
 
 def _settings(tiny_config, **changes):

@@ -36,6 +36,8 @@ BAD = [
      ["input_shapes[0]"]),
     ("missing required key", lambda c: c.pop("trials"), ["trials"]),
     ("warm-up bounds reversed", lambda c: c.update(warmup={"min": 5, "max": 1}), ["warmup", "5"]),
+    ("no calibration", lambda c: c.update(warmup={"min": 0, "max": 20, "calibrations": 0}),
+     ["calibrations", "0"]),
     ("bad run name", lambda c: c.update(run="../escape"), ["run", "../escape"]),
     ("unknown optimizer", lambda c: c.update(data={"optimizer": "rmsprop"}),
      ["'data.optimizer'", "rmsprop", "sgd"]),

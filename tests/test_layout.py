@@ -13,8 +13,9 @@ PACKAGE = Path(fwbench.__file__).parent
 STAGES = ("plan", "environment", "measure", "analysis", "report")
 # Importable from every stage; they import no stage.
 SHARED = {"fwbench", "fwbench.errors", "fwbench.files", "fwbench.workflow"}
-# The command line: imports every stage, imported by none.
-ENTRY = {"fwbench.cli", "fwbench.__main__"}
+# The command line (cli, and jobs for the workflow's own commands): imports every stage,
+# imported by nothing else.
+ENTRY = {"fwbench.cli", "fwbench.jobs", "fwbench.__main__"}
 
 
 def _module_name(path: Path) -> str:
@@ -122,8 +123,9 @@ def test_the_checks_catch_a_cycle_and_an_import_against_the_flow():
         "fwbench.analysis.c (analysis) imports fwbench.report.d (report)"]
 
 
-# A trial's parent side: the command line starts it; every experiment imports what it shares with
-# the others from below it (fwbench.measure.child), never from the parent, lazily or not.
+# A trial's parent side: the command line's `fwbench trial` (fwbench.jobs) starts it; every
+# experiment imports what it shares with the others from below it (fwbench.measure.child),
+# never from the parent, lazily or not.
 TRIAL = "fwbench.measure.trial"
 
 
@@ -131,8 +133,8 @@ def importers(graph: dict[str, set[str]], target: str) -> list[str]:
     return sorted(m for m, targets in graph.items() if target in targets)
 
 
-def test_only_the_command_line_imports_the_trials_parent():
-    assert importers(GRAPH, TRIAL) == ["fwbench.cli"]
+def test_only_the_trial_command_imports_the_trials_parent():
+    assert importers(GRAPH, TRIAL) == ["fwbench.jobs"]
 
 
 def test_the_check_sees_a_lazy_import_back_into_the_trials_parent():
@@ -140,7 +142,7 @@ def test_the_check_sees_a_lazy_import_back_into_the_trials_parent():
     planted = MODULES[experiments].read_text() + (
         "\n\ndef _planted():\n    from fwbench.measure.trial import run_trial\n")
     graph = {**GRAPH, experiments: imports(experiments, planted)}
-    assert importers(graph, TRIAL) == ["fwbench.cli", experiments]
+    assert importers(graph, TRIAL) == ["fwbench.jobs", experiments]
 
 
 FRAMEWORKS = {"torch", "torchvision", "tensorflow", "keras", "tf_keras"}

@@ -189,10 +189,22 @@ def test_a_calibration_is_a_trial_of_its_cell_timing_single_steps(tiny_config):
     assert "calibration" not in trial
 
 
+def test_a_cell_runs_the_calibrations_its_config_asks_and_one_where_it_does_not_say(
+        tiny_config):
+    cell = _plan(tiny_config).cells()[0]
+    assert _plan(tiny_config).calibration_names(cell) == ["calibration"]
+    three = _plan(tiny_config, warmup={"min": 0, "max": 2, "calibration_s": 0,
+                                       "calibrations": 3})
+    assert three.calibration_names(cell) == ["calibration", "calibration-2", "calibration-3"]
+    assert three.calibration_path(cell, "env.json", "calibration-3") == (
+        f"results/tiny/cells/{cell.id}/calibration-3.env.json")
+
+
 def test_only_cells_that_warm_up_are_calibrated(tiny_config):
     plan = _plan(tiny_config)
     assert all(map(plan.calibrates, plan.cells()))
     real = _plan(tiny_config, experiment="epoch", phases=["train"])
     assert not any(map(real.calibrates, real.cells()))
     assert real.warmup_path(real.cells()[0]) is None
+    assert real.calibration_names(real.cells()[0]) == []
     assert real.group_warmup_paths(real.trials[0]) == []

@@ -16,11 +16,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fwbench import workflow
 from fwbench.errors import FwbenchError
 from fwbench.plan import runs
-from tests.conftest import BIN, REPO
+from fwbench.plan.config import load
+from fwbench.plan.sweep import Plan
+from tests.conftest import BIN, REPO, TINY_CONFIG
 from tests.reference_runs import RESULTS, copy_shipped
 
 # A small shipped run (28 trials, rebuilt in about 20 s) that is also a preset's.
@@ -35,6 +38,7 @@ COMMANDS = {
     "fwbench run": "fwbench run --dry-run",
     "fwbench run --dry-run": "fwbench run --dry-run",
     "fwbench run --preset <paper>": "fwbench run --dry-run --preset {run}",
+    "fwbench run --preset <paper> --groups 2": "fwbench run --dry-run --preset {run} --groups 2",
     "fwbench run --configfile results/<run>/config.yaml":
         "fwbench run --dry-run --configfile results/{run}/config.yaml",
     "fwbench run -- --config seed=7": "fwbench run --dry-run -- --config seed=7",
@@ -135,6 +139,12 @@ def test_the_tables_commands_run_on_a_shipped_run_and_change_no_trial_file(check
         outputs = re.findall(r"^\s+output: (.*)$", proc.stdout, re.M)
         assert outputs and not [o for o in outputs if f"results/{RUN}/" in o]   # none into it
         assert re.search(rf"^run_trial\s+{trials}$", proc.stdout, re.M), proc.stdout[-2000:]
+    # Of the preset's four cell groups of 14 trials, the first two in the planned order.
+    sitting = done["fwbench run --preset <paper> --groups 2"]
+    assert ("fwbench run: measures the next 2 cell groups not yet measured and stops, 2 left "
+            "after them") in sitting.stderr
+    assert re.search(r"^run_trial\s+28$", sitting.stdout, re.M), sitting.stdout[-2000:]
+    assert not re.search(r"^build_report", sitting.stdout, re.M)
     default = done["fwbench run"].stderr.splitlines()
     assert default[0] == "fwbench run: would write results/default/"
     assert "fwbench doctor: " in done["fwbench run"].stderr
@@ -192,6 +202,34 @@ def test_fwbench_run_plans_a_preset_alone_on_its_cores_and_away_from_its_shipped
     assert "--dry-run" in moved.arguments and "--rerun-incomplete" in moved.arguments
     with pytest.raises(FwbenchError, match="no preset 'nope'"):
         runs.new_run(preset="nope")
+
+
+def test_a_run_over_several_sittings_measures_whole_cell_groups_in_the_planned_order(
+        tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(
+        {**TINY_CONFIG, "trials": 2, "batch_sizes": [2, 4, 8]}))
+    plan = Plan.from_config(load(tmp_path / "config.yaml"))
+    groups = runs.unmeasured_groups(plan, "tiny")
+    assert [len(g) for g in groups] == [4, 4, 4]
+    assert [t.path("tiny") for t in sorted(plan.trials, key=lambda t: t.position)] == [
+        p for g in groups for p in g]
+    first = runs.new_run(groups=2, snakemake_args=["--config", "seed=0"])
+    assert (first.groups, first.groups_left) == (2, 1)
+    # The targets stand before the user's arguments, which may end in --config items.
+    assert first.arguments[-10:] == [*groups[0], *groups[1], "--config", "seed=0"]
+    for path in groups[0]:                     # the first sitting measured its groups
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text("{}")
+    second = runs.new_run(groups=2)
+    assert (second.groups, second.groups_left) == (2, 0)
+    assert second.arguments[-8:] == [*groups[1], *groups[2]]
+    for path in groups[1] + groups[2]:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text("{}")
+    last = runs.new_run(groups=2)                # nothing left: the whole run, its report
+    assert (last.groups, last.groups_left) == (0, 0)
+    assert last.arguments == runs.new_run().arguments
 
 
 def test_the_audit_runs_only_the_audit_rules_on_the_runs_own_config(tmp_path):

@@ -41,6 +41,23 @@ def test_a_change_near_the_end_leaves_no_steady_state():
     assert classify(t) == "no_steady_state" and warmup_end(t) is None
 
 
+def test_steps_that_leave_a_level_and_come_back_show_the_host_switching_speed():
+    # The reference's TensorFlow lenet5 train calibration: 3.11 / 2.00 / 3.06 / 1.97 ms.
+    t = noise(np.random.default_rng(6), 400)
+    for start, level in zip(range(0, 400, 100), (3.11, 2.00, 3.06, 1.97)):
+        t[start:start + 100] *= level
+    assert classify(t) == "switching"
+    # An episode of slower steps amid steady ones is the host too, not a slowdown.
+    episode = noise(np.random.default_rng(7), 300)
+    episode[100:160] *= 1.4
+    assert classify(episode) == "switching"
+    # A warm-up in two stages never comes back to a level: still a warm-up.
+    stages = noise(np.random.default_rng(8), 300)
+    stages[:50] *= 1.6
+    stages[50:100] *= 1.3
+    assert classify(stages) == "warmup"
+
+
 def test_a_small_step_in_a_long_series_is_not_a_warmup():
     # A 1% step is found in 20,000 steps of 3% noise; it is within the 2% equivalence.
     t = noise(np.random.default_rng(4), 20_000)

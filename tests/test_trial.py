@@ -209,10 +209,10 @@ def test_a_calibration_times_single_steps_and_fixes_the_warmup_its_trials_take(t
     assert len(calibration["iteration_ns"]) == 12
     assert calibration["warmup_ns"] == [] and calibration["block_ns"] == []
     times = calibration["iteration_ns"]
-    record = fix_warmup(calibration, found=steady_state.warmup_end(times),
-                        kind=steady_state.classify(times),
-                        changepoints=steady_state.changepoints(times), warmup_min=3,
-                        warmup_max=6)
+    record = fix_warmup([calibration], [{"found": steady_state.warmup_end(times),
+                                         "class": steady_state.classify(times),
+                                         "changepoints": steady_state.changepoints(times)}],
+                        warmup_min=3, warmup_max=6)
     write_json({**record, "iterations": 5}, tmp_path / "warmup.json")
     run_trial(plan.trial_settings(plan.trials[0]), tmp_path / "trial-1.json",
               tmp_path / "e.json", tmp_path / "t.csv", warmup_path=tmp_path / "warmup.json")

@@ -2,6 +2,7 @@
 directory."""
 
 import base64
+import json
 import os
 import re
 import shutil
@@ -46,10 +47,11 @@ def _bare(workdir: Path, *command: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> tuple[Path, dict, subprocess.CompletedProcess]:
-    """A tiny run of two trials per cell, one of its input shapes too small for LeNet-5, made
-    with nothing of the environment on PATH; tests that change it work on a copy."""
+    """A tiny run of two trials per cell and two calibrations per cell, one of its input shapes
+    too small for LeNet-5, made with nothing of the environment on PATH; tests that change it
+    work on a copy."""
     workdir = tmp_path_factory.mktemp("tiny-run")
-    config = {**TINY_CONFIG, "trials": 2,
+    config = {**TINY_CONFIG, "trials": 2, "warmup": {**TINY_CONFIG["warmup"], "calibrations": 2},
               "models": {"lenet5": {"input_shapes": [[1, 28, 28], [1, 8, 8]]}}}
     _write_config(workdir, config)
     return workdir, config, _bare(workdir, *SNAKEMAKE)
@@ -80,6 +82,13 @@ def test_tiny_run_end_to_end_then_nothing_to_do(tiny_run):
                      proc.stderr, re.MULTILINE)
     assert ("fwbench: trial 8/8 done (0 failed, 4 unsupported) · all planned trials done"
             in proc.stderr)
+
+    # Each cell that ran calibrated twice, and its warm-up record names both calibrations.
+    for cell in {Path(p).parent for p in _trial_files(workdir)}:
+        record = json.loads((cell / "warmup.json").read_text())
+        assert [c["status"] for c in record["calibrations"]] == [
+            json.loads((cell / f"{name}.json").read_text())["status"]
+            for name in ("calibration", "calibration-2")]
 
     for name in ("iterations.parquet", "cells.parquet"):
         assert (run / "tables" / name).stat().st_size > 0

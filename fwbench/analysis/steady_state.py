@@ -4,7 +4,10 @@ Barrett et al. (OOPSLA 2017, "Virtual machine warmup blows hot and cold") classi
 execution by the changepoints of its in-process iteration times: **flat** (no change worth the
 name), **warmup** (the last segment is the fastest), **slowdown** (an earlier segment was
 faster) or **no steady state** (the last change comes too late to leave a steady final segment).
-This module does the same with PELT (Killick, Fearnhead & Eckley 2012, from ``ruptures``):
+One class is ours: **switching**, where the steps leave a level and come back to it (3.1, 2.0,
+3.1, 2.0 ms): that is the host changing speed under the process, not a warm-up, and a shared
+virtual machine does it (docs/statistics.md, "Quality classes"). This module does the same with
+PELT (Killick, Fearnhead & Eckley 2012, from ``ruptures``):
 
 - on **log** step times, so a change is relative (a 15% slower segment is the same change at
   0.1 ms and at 1 s) and scaled by the series' own noise (a robust sd of successive differences,
@@ -21,7 +24,7 @@ This module does the same with PELT (Killick, Fearnhead & Eckley 2012, from ``ru
 - segments whose means differ by less than ``EQUIVALENCE`` (relative) count as one, as Barrett
   et al. merge segments within a tolerance: a 0.5% step found in 100,000 steps is no warm-up.
 
-Host side (numpy, ruptures); ``fwbench.measure`` calls it on a calibration trial to fix a cell's
+Host side (numpy, ruptures); ``fwbench.measure`` calls it on a cell's calibration trials to fix its
 warm-up, and the statistics on every trial's timed steps to record its class.
 """
 
@@ -36,7 +39,7 @@ from fwbench.measure.calibration import fix_warmup
 __all__ = ["changepoints", "warmup_end", "classify", "CLASSES", "PENALTY_PER_LOG_N",
            "MIN_SIZE", "EQUIVALENCE", "FINAL_FRACTION"]
 
-CLASSES = ("flat", "warmup", "slowdown", "no_steady_state")
+CLASSES = ("flat", "warmup", "slowdown", "switching", "no_steady_state")
 # PELT penalty per changepoint, in units of log(n), on the noise-scaled least-absolute-deviation
 # cost (calibrated by simulation: see the module docstring).
 PENALTY_PER_LOG_N = 3.0
@@ -132,10 +135,11 @@ def _final_run(times, *, penalty_per_log_n, min_size, equivalence):
 def classify(times, *, penalty_per_log_n: float = PENALTY_PER_LOG_N, min_size: int = MIN_SIZE,
              equivalence: float = EQUIVALENCE, final_fraction: float = FINAL_FRACTION) -> str:
     """Barrett et al.'s class of one series of step times: "flat" (every segment within
-    ``equivalence`` of the last), "no_steady_state" (the last segment holds fewer than
-    ``final_fraction`` of the steps), "warmup" (every earlier segment is slower than the last)
-    or "slowdown" (some earlier segment was faster). Fewer than ``2 * min_size`` steps: "flat"
-    (nothing to split). Usage::
+    ``equivalence`` of the last), "switching" (a level left and returned to: the host changed
+    speed), "no_steady_state" (the last segment holds fewer than ``final_fraction`` of the
+    steps), "warmup" (every earlier segment is slower than the last) or "slowdown" (some
+    earlier segment was faster). Fewer than ``2 * min_size`` steps: "flat" (nothing to split).
+    Usage::
 
         classify(trial["iteration_ns"])   # "warmup"
     """
@@ -144,10 +148,20 @@ def classify(times, *, penalty_per_log_n: float = PENALTY_PER_LOG_N, min_size: i
                                  equivalence=equivalence)
     if first == 0:
         return "flat"
+    if _returns(segments, equivalence):
+        return "switching"
     if t.size - segments[first][0] < final_fraction * t.size:
         return "no_steady_state"
     last = segments[-1][2]
     return "warmup" if all(m > last for _, _, m in segments[:first]) else "slowdown"
+
+
+def _returns(segments: list[tuple[int, int, float]], equivalence: float) -> bool:
+    """Whether the steps come back to a level they left: two segments within ``equivalence``
+    of each other with another level between them (neighbours within it are merged already)."""
+    levels = [m for _, _, m in segments]
+    return any(abs(math.log(levels[k] / levels[i])) < math.log1p(equivalence)
+               for i in range(len(levels)) for k in range(i + 2, len(levels)))
 
 
 def warmup_end(times, *, penalty_per_log_n: float = PENALTY_PER_LOG_N,
@@ -168,12 +182,15 @@ def warmup_end(times, *, penalty_per_log_n: float = PENALTY_PER_LOG_N,
     return int(start)
 
 
-def fixed_warmup(calibration: dict, *, warmup_min: int, warmup_max: int,
+def fixed_warmup(calibrations: list[dict], *, warmup_min: int, warmup_max: int,
                  warmup_max_s: float | None = None) -> dict:
     """A cell's warm-up record (fwbench.measure.calibration.fix_warmup) from what this analysis
-    finds in its calibration trial's single steps; a failed calibration finds nothing."""
-    times = calibration["iteration_ns"] if calibration["status"] == "ok" else []
-    return fix_warmup(calibration, found=warmup_end(times) if times else None,
-                      kind=classify(times) if times else None,
-                      changepoints=changepoints(times) if times else [],
-                      warmup_min=warmup_min, warmup_max=warmup_max, warmup_max_s=warmup_max_s)
+    finds in each of its calibration trials' single steps; a failed calibration finds nothing."""
+    findings = []
+    for calibration in calibrations:
+        times = calibration["iteration_ns"] if calibration["status"] == "ok" else []
+        findings.append({"found": warmup_end(times) if times else None,
+                         "class": classify(times) if times else None,
+                         "changepoints": changepoints(times) if times else []})
+    return fix_warmup(calibrations, findings, warmup_min=warmup_min, warmup_max=warmup_max,
+                      warmup_max_s=warmup_max_s)

@@ -15,6 +15,7 @@ import pandas as pd
 
 from fwbench.analysis.comparisons import DEFAULT_FAMILY, arm_arrays, family_name
 from fwbench.analysis.estimators import geometric_mean_ratio, holm, verdict
+from fwbench.analysis.steady_state import CLASSES
 
 __all__ = ["comparison_tests", "quality_tests", "geometric_mean_tests", "finish_tests",
            "result_row", "TEST_COLUMNS"]
@@ -93,9 +94,7 @@ def quality_tests(quality: pd.DataFrame) -> list[dict]:
     rows = []
     for (_run, family), group in quality.groupby(["run", "family"], sort=True):
         counts = "; ".join(
-            f"{r.framework}: " + ", ".join(f"{c[2:]}={getattr(r, c)}" for c in
-                                           ("n_flat", "n_warmup", "n_slowdown",
-                                            "n_no_steady_state"))
+            f"{r.framework}: " + ", ".join(f"{c}={getattr(r, f'n_{c}')}" for c in CLASSES)
             for r in group.itertuples())
         rows.append(result_row(
             family="quality", source="fwbench", scope=family,

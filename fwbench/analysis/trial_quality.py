@@ -2,13 +2,13 @@
 Framework-free; the report counts it.
 
 Each ok trial has a quality class from the changepoints of its timed steps
-(fwbench.analysis.steady_state: flat, warmup, slowdown, no_steady_state), and may have a warm-up
-that never settled (``warmup_steady`` false). The primary analysis keeps every ok trial: leaving
-trials out on their own outcome moves the ratio (the three slowest trials of a cell were the
-ones left out). The classes are counted per framework and family, with Fisher's exact test of
-whether their rates differ between the frameworks (``quality_table``); the analysis without the
-classes the plan names (``statistics.sensitivity_leaves_out``) is a sensitivity analysis beside
-the primary one (``sensitive_trials``).
+(fwbench.analysis.steady_state: flat, warmup, slowdown, switching, no_steady_state), and may
+have a warm-up that never settled (``warmup_steady`` false). The primary analysis keeps every ok
+trial: leaving trials out on their own outcome moves the ratio (the three slowest trials of a
+cell were the ones left out). The classes are counted per framework and family, with Fisher's
+exact test of whether their rates differ between the frameworks (``quality_table``); the
+analysis without the classes the plan names (``statistics.sensitivity_leaves_out``) is a
+sensitivity analysis beside the primary one (``sensitive_trials``).
 """
 
 from __future__ import annotations
@@ -144,8 +144,9 @@ def sensitive_trials(per_trial: pd.DataFrame, leave_out) -> pd.Series:
 def quality_table(per_trial: pd.DataFrame, family_of) -> pd.DataFrame:
     """stats/quality.csv: per family of comparisons (``family_of``: row -> family name) and
     framework, the ok trials and how many have each finding; ``fisher_p`` is Fisher's exact test
-    that the classes (flat, warmup, slowdown, no_steady_state) occur at the same rates in both
+    that the classes (steady_state.CLASSES) occur at the same rates in both
     frameworks of the family (a 2 x k table of counts), the same on both rows."""
+    test = f"Fisher's exact test, frameworks x classes ({', '.join(CLASSES)})"
     if per_trial.empty:
         return pd.DataFrame(columns=QUALITY_COLUMNS)
     frame = per_trial.assign(family=[family_of(r) for _, r in per_trial.iterrows()])
@@ -159,7 +160,5 @@ def quality_table(per_trial: pd.DataFrame, family_of) -> pd.DataFrame:
             rows.append({"run": run, "family": family, "framework": fw,
                          "n_trials": int((group["framework"] == fw).sum()),
                          **{f"n_{c}": int(counts[fw][c]) for c in FINDINGS},
-                         "fisher_p": p,
-                         "test": "Fisher's exact test, frameworks x classes (flat, warmup, "
-                                 "slowdown, no_steady_state)"})
+                         "fisher_p": p, "test": test})
     return pd.DataFrame(rows, columns=QUALITY_COLUMNS)

@@ -4,11 +4,11 @@ The unit of replication is the trial (a fresh process). Each ok trial gets its *
 (``trial_step_ns``: the mean over its timed blocks of block time / block size, the quantity every
 throughput comparison reads; the mean of its single steps where it timed no blocks), the median
 of its single steps (its latency), their spread and outliers, and its quality class
-(``steady_state_class``: flat, warmup, slowdown or no_steady_state, from the changepoints of its
-timed steps, fwbench.analysis.steady_state). ``cell_summaries`` turns a cell's trials into its
-row of cells.csv: the geometric mean time per step with its interval and the throughput from it
-(the numbers the comparisons' ratios are made of), the median of single steps, and the warnings
-a reader needs before trusting them.
+(``steady_state_class``: flat, warmup, slowdown, switching or no_steady_state, from the
+changepoints of its timed steps, fwbench.analysis.steady_state). ``cell_summaries`` turns a
+cell's trials into its row of cells.csv: the geometric mean time per step with its interval and
+the throughput from it (the numbers the comparisons' ratios are made of), the median of single
+steps, and the warnings a reader needs before trusting them.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass, fields
 from functools import cached_property
 
-FRAMEWORKS = ("pytorch", "tensorflow")
 STATUSES = ("ok", "oom", "timeout", "unsupported", "error", "crashed")
 # The experiments that train on a real data set (fwbench.measure.experiments); their cells name an
 # optimizer.

@@ -31,6 +31,8 @@ class NewRun:
     asked: str             # the run its config (or --config run=) names
     run: str               # the run it writes: `asked`, unless that is a shipped run
     arguments: list[str]   # Snakemake's
+    groups: int = 0        # with --groups: the cell groups this sitting measures, then stops
+    groups_left: int = 0   # and those still unmeasured after them
 
     @property
     def folder(self) -> str:
@@ -100,12 +102,25 @@ def uses_containers(snakemake_args: list[str]) -> bool:
     return bool(set(CONTAINER_FLAGS) & set(snakemake_args)) or "apptainer" in sdm
 
 
+def unmeasured_groups(plan: Plan, run: str) -> list[list[str]]:
+    """The trial files of every cell group of ``plan`` with one still missing under
+    results/<run>/ here, in the planned order."""
+    groups: dict[str, list[str]] = {}
+    for trial in sorted(plan.trials, key=lambda t: t.position):
+        groups.setdefault(trial.cell.pair_id, []).append(trial.path(run))
+    return [paths for paths in groups.values() if not all(map(os.path.exists, paths))]
+
+
 def new_run(preset: str | None = None, configfile: str | None = None,
-            snakemake_args: Sequence[str] = (), dry_run: bool = False) -> NewRun:
+            snakemake_args: Sequence[str] = (), dry_run: bool = False,
+            groups: int | None = None) -> NewRun:
     """Snakemake's arguments for a run of one config, resumed where an interrupted one stopped
     (--rerun-incomplete), on the cores its largest trial takes (a distributed cell's processes
     together: the README's --cores 2), and never in a shipped run's folder. Arguments given
-    after them (``snakemake_args``) override them."""
+    after them (``snakemake_args``) override them. ``groups``: measure only the next that many
+    cell groups still unmeasured, then stop, so a run split over sittings never splits a group
+    (its trials are measured together, fwbench.analysis.tables); once none is left, the whole
+    run with its report."""
     path = config_file(preset, configfile)
     with warnings.catch_warnings():   # Snakemake says them, reading the same config
         warnings.simplefilter("ignore")
@@ -114,11 +129,14 @@ def new_run(preset: str | None = None, configfile: str | None = None,
     asked = asked_run(config, list(snakemake_args))
     run = free_run(asked)
     extra = with_run(list(snakemake_args), run) if run != asked else list(snakemake_args)
+    left = unmeasured_groups(plan, run) if groups else []
+    # Targets before the user's arguments, which may end in --config items.
+    targets = [p for paths in left[:groups] for p in paths]
     arguments = ["--snakefile", str(SOURCE_DIR / "Snakefile"),
                  "--cores", str(max(plan.threads(t) for t in plan.trials)),
                  "--configfile", str(path), "--replace-workflow-config", "--rerun-incomplete",
-                 *(["--dry-run"] if dry_run else []), *extra]
-    return NewRun(path, asked, run, arguments)
+                 *(["--dry-run"] if dry_run else []), *targets, *extra]
+    return NewRun(path, asked, run, arguments, len(left[:groups]), len(left[groups or 0:]))
 
 
 def audit_arguments(run_dir: str | os.PathLike, snakefile: str | os.PathLike) -> list[str]:

@@ -8,9 +8,10 @@ member waits for its first and outranks every other job (``priority``), so it ru
 on a cluster the two are one job (``pair_group``). An A/A control (config `controls`) is such a
 group whose two sides are one cell of one framework, in slots a and b (``Cell.control``); it runs
 as many pairs as the plan's sizing rule asks (fwbench.plan.sizing), else the config's `trials`.
-Before a group's first trial, each of its cells that warms up runs a calibration trial, whose
-warm-up record (fwbench.measure.calibration) every trial of the cell reads; the group's first
-trial waits for all of them, so none runs between the members of a pair.
+Before a group's first trial, each of its cells that warms up runs its calibration trials (config
+`warmup.calibrations`, one after the other), whose warm-up record (fwbench.measure.calibration)
+every trial of the cell reads; the group's first trial waits for all of them, so none runs
+between the members of a pair.
 """
 
 from __future__ import annotations
@@ -138,10 +139,19 @@ class Plan:
         time single steps after a warm-up (the real-data experiments time whole runs)."""
         return cell.experiment not in REAL_DATA
 
-    def calibration_path(self, cell: Cell, suffix: str = "json") -> str:
-        """The cell's calibration trial's result (and side files): beside its trials, never
+    def calibration_names(self, cell: Cell) -> list[str]:
+        """The names of the cell's calibration trials: calibration, calibration-2, ... as many
+        as `warmup.calibrations` asks (one where the config does not say, as before there
+        were several), none for a cell that does not calibrate."""
+        count = self.config["warmup"].get("calibrations") or 1
+        names = ["calibration", *(f"calibration-{k}" for k in range(2, count + 1))]
+        return names if self.calibrates(cell) else []
+
+    def calibration_path(self, cell: Cell, suffix: str = "json",
+                         name: str = "calibration") -> str:
+        """A calibration trial's result (and side files) of the cell: beside its trials, never
         read as one (its name is not trial-<k>)."""
-        return f"{cell.directory(self.run)}/calibration.{suffix}"
+        return f"{cell.directory(self.run)}/{name}.{suffix}"
 
     def warmup_path(self, cell: Cell) -> str | None:
         """The cell's warm-up record, which its trials read; None for a cell without one."""
@@ -163,6 +173,7 @@ class Plan:
             "model": one_of(c.model for c in cells),
             "cell": name_pattern(cells),
             "trial": r"\d+",
+            "calibration": r"calibration(-\d+)?",
         }
 
     def trial_settings(self, trial: Trial) -> dict:

@@ -39,7 +39,8 @@ def first_message(group: pd.DataFrame) -> str:
 def run_facts(data: Inputs, run: str, epoch: int) -> dict:
     trials, cells = data.trials, data.cells
     n_ok = int((trials["status"] == "ok").sum()) if "status" in trials else 0
-    started = pd.to_datetime(trials.get("started_at", pd.Series(dtype=object)), utc=True,
+    every = data.every_trial
+    started = pd.to_datetime(every.get("started_at", pd.Series(dtype=object)), utc=True,
                              errors="coerce").dropna()
     return {
         "run": run,

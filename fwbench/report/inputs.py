@@ -58,8 +58,16 @@ class Inputs:
     # The shipping gate's verdict (fwbench.analysis.gate, stats/gate.csv): a run that failed it
     # is preliminary; empty when not passed.
     gate: pd.DataFrame = field(default_factory=pd.DataFrame)
-    # The A/A controls (fwbench.analysis.controls, stats/controls.csv); empty without any.
+    # The A/A controls (fwbench.analysis.controls, stats/controls.csv) and their trials
+    # (tables/controls.parquet); empty without any.
     controls: pd.DataFrame = field(default_factory=pd.DataFrame)
+    control_trials: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def every_trial(self) -> pd.DataFrame:
+        """The trials and the A/A controls' trials: when the run measured, and its date."""
+        frames = [f for f in (self.trials, self.control_trials) if not f.empty]
+        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else self.trials
 
 
 def load_inputs(inputs: dict, statistics: dict | None = None) -> Inputs:
@@ -80,7 +88,7 @@ def load_inputs(inputs: dict, statistics: dict | None = None) -> Inputs:
     for name in ("ablation", "gaps", "profiles", "scaling", "strategies", "flops",
                  "telemetry_trace", "epochs", "confusion", "memory", "memory_comparisons",
                  "latency", "sensitivity", "quality", "plan", "gate",
-                 "controls"):  # optional, e.g. no ablation
+                 "controls", "control_trials"):  # optional, e.g. no ablation
         if inputs.get(name) is not None:
             frames[name], problem = _read_table(inputs[name], name)
             if problem:

@@ -188,7 +188,7 @@ def build_report(inputs: dict, *, html: str, pdf: str, figures: str, run: str,
     byte-identical PDF.
     """
     tables = load_inputs(inputs, statistics)
-    epoch = source_date_epoch(tables.trials)
+    epoch = source_date_epoch(tables.every_trial)
     html_path, figures_dir = Path(html), Path(figures)
     data_dir = Path(data) if data else html_path.parent / "data"
     href = Path(os.path.relpath(figures_dir, html_path.parent)).as_posix()

@@ -44,7 +44,7 @@ def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures:
     else:
         out.append("No matched pair produced a PyTorch/TensorFlow ratio in this run.")
     if len(data.controls):
-        out.append(_controls_sentence(data.controls))
+        out.append(_controls_sentence(data.controls, len(data.control_trials)))
     if claims["preliminary"]:
         out.append(f"This run is preliminary (it failed the gate a run passes before it ships, "
                    f"above), so its verdicts on the {sum(counts.values())} quantitative claims "
@@ -80,15 +80,19 @@ def _processor_clause(trials: pd.DataFrame) -> str:
             "scoped to one kind of processor.")
 
 
-def _controls_sentence(controls: pd.DataFrame) -> str:
-    """The run's own check of false positives: each A/A control's ratio and whether it passed."""
+def _controls_sentence(controls: pd.DataFrame, n_trials: int) -> str:
+    """The run's own check of false positives: each A/A control's ratio and whether it passed,
+    and the trials they took beside the sweep's."""
     passed = control_passed(controls)
     each = wording.join(f"{wording.label(r['framework'])}'s {wording.pair_name(r)} at "
                         f"{wording.ratio(r['ratio'])}" for _, r in controls.iterrows())
+    its = (f"Its A/A controls ({wording.count(n_trials, 'more trial')}), a cell of each "
+           "framework compared with itself," if n_trials else
+           "Its A/A controls, a cell of each framework compared with itself,")
     if passed.all():
-        return (f"Its A/A controls, a cell of each framework compared with itself, read {each}: "
-                "each equivalent to 1, so the design found no difference where there is none.")
-    return (f"Its A/A controls, a cell of each framework compared with itself, read {each}; "
+        return (f"{its} read {each}: each equivalent to 1, so the design found no difference "
+                "where there is none.")
+    return (f"{its} read {each}; "
             f"{int((~passed).sum())} of {len(controls)} did not show equivalence to 1, so the "
             "design's own false-positive rate is not shown to be controlled.")
 

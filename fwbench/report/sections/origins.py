@@ -19,9 +19,11 @@ def context(numbering: tables.Numbering, data: Inputs) -> dict:
         return {"shown": False, "machines": [], "pooled": None}
     axes = tables.shown_axes(data.comparisons)
     machines = [_machine(numbering, data, name, axes) for name in names]
-    return {"shown": True, "machines": machines, "pooled": _pooled(numbering, data, axes),
-            "alpha": wording.percent(HETEROGENEITY_ALPHA),
-            "everywhere": everywhere(data.comparisons)}
+    pooled = pooled_comparisons(data.comparisons)
+    first = data.comparisons.drop_duplicates("pair_id").set_index("pair_id")
+    return {"shown": True, "machines": machines,
+            "pooled": _pooled_table(numbering, pooled, first, axes),
+            "alpha": wording.percent(HETEROGENEITY_ALPHA), "everywhere": _everywhere(pooled, first)}
 
 
 def _machine(numbering: tables.Numbering, data: Inputs, name: str, axes: list[str]) -> dict:
@@ -59,9 +61,9 @@ def _versions(trials: pd.DataFrame) -> list[tuple[str, str]]:
             for f, g in trials.groupby("framework", sort=True)]
 
 
-def _pooled(numbering: tables.Numbering, data: Inputs, axes: list[str]) -> dict:
-    pooled = pooled_comparisons(data.comparisons)
-    first = data.comparisons.drop_duplicates("pair_id").set_index("pair_id")
+def _pooled_table(numbering: tables.Numbering, pooled: pd.DataFrame, first: pd.DataFrame,
+                  axes: list[str]) -> dict:
+    """The pooled ratios, one row per pair (``first``: each pair's first comparison row)."""
     notes, rows = Notes(), []
     for _, row in pooled.iterrows():
         pair = first.loc[row["pair_id"]]
@@ -73,7 +75,7 @@ def _pooled(numbering: tables.Numbering, data: Inputs, axes: list[str]) -> dict:
                           "not pooled: the origins disagree"),
             wording.fmt_p(row["heterogeneity_p"]) if not wording.missing(
                 row["heterogeneity_p"]) else "",
-            _sd(row["within_sd"]), _sd(row["between_sd"]), holds_on_text(row["holds_on"]),
+            _sd(row["within_sd"]), _sd(row["between_sd"]), _holds_on_text(row["holds_on"]),
             verdict_text(row, notes), row["note"]])
     caption = ("The origins pooled, pair by pair: the fixed-effect mean of the origins' log "
                "ratios, only where Cochran's Q test finds no heterogeneity at "
@@ -95,7 +97,7 @@ def _sd(value) -> str:
     return "" if wording.missing(value) else fmt(value, "value")
 
 
-def holds_on_text(holds_on: str) -> str:
+def _holds_on_text(holds_on: str) -> str:
     """"the same on every origin", or each verdict in words with the origins that reached it."""
     if holds_on == "every origin":
         return "the same on every origin"
@@ -104,11 +106,9 @@ def holds_on_text(holds_on: str) -> str:
     return holds_on
 
 
-def everywhere(comparisons: pd.DataFrame) -> dict:
+def _everywhere(pooled: pd.DataFrame, first: pd.DataFrame) -> dict:
     """The decided verdicts that hold on every origin, and the pairs whose origins differ, named
     as prose names them."""
-    pooled = pooled_comparisons(comparisons)
-    first = comparisons.drop_duplicates("pair_id").set_index("pair_id")
     also = wording.telling_apart(first.reset_index())
     same, differ = [], []
     for _, row in pooled.iterrows():

@@ -14,7 +14,8 @@ from fwbench.report.inputs import Inputs
 from fwbench.report.sections.unmeasured import for_readers
 
 # The quality classes and findings as a reader reads them.
-CLASS_WORDS = {"warmup": "warm-up", "no_steady_state": "no steady state",
+CLASS_WORDS = {"warmup": "warm-up", "switching": "host switching",
+               "no_steady_state": "no steady state",
                "unsteady_warmup": "a warm-up that never settled"}
 
 
