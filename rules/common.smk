@@ -82,8 +82,10 @@ def get_controls_table(wildcards):
     controls."""
     if not config["controls"]:
         return {}
-    return {"controls": f"{RESULTS}/stats/controls.csv",
-            "control_trials": rules.collect_controls.output.trials}
+    return {
+        "controls": f"{RESULTS}/stats/controls.csv",
+        "control_trials": rules.collect_controls.output.trials,
+    }
 
 
 def get_gate_controls(wildcards):
