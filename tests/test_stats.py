@@ -548,8 +548,8 @@ def test_equivalence_is_the_tost_of_the_narrower_interval():
 def test_plan_record_says_whether_the_trials_were_measured_under_it():
     trials, iterations = make_tables(trials=2, phases=("infer",), batches=(1,))
     plan = dict(confidence=0.95, rope=0.05, min_trials_for_verdict=7, family=["experiment"],
-                pairs="all", sensitivity_leaves_out=["warmup", "slowdown", "no_steady_state",
-                                                     "unsteady_warmup"])
+                pairs="all", sensitivity_leaves_out=["warmup", "slowdown", "switching",
+                                                     "no_steady_state", "unsteady_warmup"])
     record = st.summarize(trials, iterations, n_boot=20)["plan"].iloc[0]
     assert record["status"] == "not recorded by the trials"
     assert record["plan_hash"] == plan_hash(plan)
