@@ -42,6 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from fwbench.environment import images  # noqa: E402  (the repository's library, beside this folder)
+from fwbench.plan.frameworks import FRAMEWORKS  # noqa: E402
 
 PLATFORM = ["--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp",
             "--abi", "cp311",
@@ -54,8 +55,8 @@ PODMAN = ["podman", "--runtime", "runc"]
 PODMAN_LIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096"]
 DEFAULT_BASE = "docker.io/library/python:3.11.7-slim-bookworm"
 DEFAULT_PYTHON = "/usr/local/bin/python3"
-# The framework's distribution: tensorflow-cpu in the cpu variant of the TensorFlow image.
-PACKAGES = {"pytorch": ("torch",), "tensorflow": ("tensorflow", "tensorflow-cpu")}
+# The framework's distributions: tensorflow-cpu in the cpu variant of the TensorFlow image.
+PACKAGES = {name: f.distributions for name, f in FRAMEWORKS.items()}
 
 
 def log(message: str) -> None:

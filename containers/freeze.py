@@ -44,17 +44,18 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from fwbench.plan.frameworks import FRAMEWORKS  # noqa: E402  (the repository's, beside this folder)
+
 # What a benchmark job imports beside the framework (pandas: fwbench.plan.ablation, in the child).
 TRIAL_SIDE = ["numpy", "jsonschema", "PyYAML", "psutil", "nvidia-ml-py", "pandas"]
-ROOTS = {
-    "pytorch": ["torch", "torchvision", *TRIAL_SIDE],
-    # The GPU image installs `tensorflow[and-cuda]`; this environment has tensorflow-cpu.
-    "tensorflow": ["tensorflow-cpu", *TRIAL_SIDE],
-}
+ROOTS = {name: [*f.image_packages, *TRIAL_SIDE] for name, f in FRAMEWORKS.items()}
 VARIANTS = {"cuda": "requirements-cuda.lock", "cpu": "requirements-cpu.lock"}
 # cuda variant: distribution renamed, and the extra whose wheels are resolved by pip.
-CUDA_RENAME = {"tensorflow-cpu": "tensorflow"}
-CUDA_EXTRA = {"tensorflow": ("tensorflow-cpu", "and-cuda")}
+CUDA_RENAME = {cpu: cuda for f in FRAMEWORKS.values() for cpu, (cuda, _) in f.cuda_variant.items()}
+CUDA_EXTRA = {name: (cpu, extra) for name, f in FRAMEWORKS.items()
+              for cpu, (_, extra) in f.cuda_variant.items()}
 # Build tools pip may leave out of `pip freeze` but packages require at run time.
 ALWAYS = {"setuptools"}
 # The images' platform: pip is asked for wheels of exactly this (glibc 2.36 is Debian 12's).

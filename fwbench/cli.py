@@ -50,14 +50,14 @@ def _snakemake(args: list[str]) -> int:
 
 
 def _unlock_command(args) -> int:
-    from fwbench import workflow
+    from fwbench.workflow import locks
 
-    alive = workflow.snakemake_alive()
+    alive = locks.snakemake_alive()
     if alive:
         print(f"fwbench: Snakemake is still running here (pid {', '.join(map(str, alive))}); "
               "wait for it or stop it before resuming.", file=sys.stderr)
         return 1
-    if workflow.stale_locks():
+    if locks.stale_locks():
         print("fwbench: removing the stale lock of an interrupted run.", file=sys.stderr)
         snakefile = SOURCE_DIR / "Snakefile"
         return _snakemake(["--snakefile", str(snakefile), "--unlock", "--cores", "1"])
@@ -65,9 +65,9 @@ def _unlock_command(args) -> int:
 
 
 def _restore_times_command(args) -> int:
-    from fwbench import workflow
+    from fwbench.workflow.rebuild import restore_times
 
-    count = workflow.restore_times(_run_dir(args.run_dir))
+    count = restore_times(_run_dir(args.run_dir))
     print(f"fwbench: {count} files of {args.run_dir} carry the time they were measured again.",
           file=sys.stderr)
     return 0
@@ -88,9 +88,10 @@ def _run_dir(path: str) -> Path:
 
 
 def _rebuild_command(args) -> int:
-    from fwbench import workflow
     from fwbench.analysis.run_folder import saved_config, trial_files
     from fwbench.measure.results import load_trial
+    from fwbench.workflow.manifest import MANIFEST, check_manifest, write_manifest
+    from fwbench.workflow.rebuild import rebuild_arguments
 
     if args.preliminary and not args.record:
         raise FwbenchError("--preliminary records a run that failed the shipping gate: give it "
@@ -100,14 +101,14 @@ def _rebuild_command(args) -> int:
     for path in trial_files(run_dir, controls=None):
         load_trial(path)
     try:
-        arguments = workflow.rebuild_arguments(run_dir, SOURCE_DIR / "Snakefile")
+        arguments = rebuild_arguments(run_dir, SOURCE_DIR / "Snakefile")
     except ValueError as exc:
         raise FwbenchError(f"{exc}; move or link the run folder under a results/ folder") from None
     print(f"fwbench: snakemake {' '.join(arguments)}", file=sys.stderr)
     status = _snakemake(arguments)
     if status or not (args.check or args.record):
         return status
-    manifest = run_dir / workflow.MANIFEST
+    manifest = run_dir / MANIFEST
     if args.record:
         # Only a run that passed the shipping gate is recorded as evidence; --preliminary
         # records one that failed, as the preliminary run its report and README say it is.
@@ -121,14 +122,14 @@ def _rebuild_command(args) -> int:
                   "gate for the reasons above; measure it again, or record it as preliminary "
                   "with --record --preliminary", file=sys.stderr)
             return 1
-        workflow.write_manifest(run_dir)
+        write_manifest(run_dir)
         print(f"fwbench rebuild: {'preliminary' if reasons else 'passed the shipping gate'}; "
               f"checksums of every rebuilt file -> {manifest}", file=sys.stderr)
         return 0
     if not manifest.is_file():
         raise FwbenchError(f"{manifest} is missing: record one with `fwbench rebuild "
                            f"{args.run_dir} --record` from a rebuild you trust")
-    differ = workflow.check_manifest(run_dir)
+    differ = check_manifest(run_dir)
     for line in differ:
         print(f"fwbench rebuild: {line}", file=sys.stderr)
     print(f"fwbench rebuild: {'differs from' if differ else 'byte-identical to'} {manifest}",

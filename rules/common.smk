@@ -8,13 +8,10 @@ from fwbench.environment import images
 from fwbench.measure.gpu_host import refuse_cuda_without_gpu
 from fwbench.plan.config import check_threads, save, validate
 from fwbench.plan.sweep import Plan
-from fwbench.workflow import (
-    RUN_CONFIG,
-    baseline_numpy,
-    own_python_first,
-    print_failures,
-    write_planned,
-)
+from fwbench.workflow.failures import print_failures
+from fwbench.workflow.host import baseline_numpy, own_python_first
+from fwbench.workflow.progress import write_planned
+from fwbench.workflow.rebuild import RUN_CONFIG
 
 # Planning a sweep makes millions of long-lived objects (Snakemake's jobs and files, the plan).
 # Python's full collections walk them all again each time the heap grows by a quarter, and free
@@ -38,7 +35,7 @@ IMAGES = images.workflow_images(
 # Snakemake started (`.venv/bin/snakemake` with the environment not activated).
 own_python_first(os.environ)
 # Host jobs compute with numpy's baseline kernels, so a rebuild gives the same bytes on any
-# x86-64 processor (fwbench.workflow.baseline_numpy); trials drop it again.
+# x86-64 processor (fwbench.workflow.host.baseline_numpy); trials drop it again.
 baseline_numpy(os.environ)
 
 

@@ -2,8 +2,8 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
+from fwbench.analysis.profiles import collect_profiles
 from fwbench.analysis.tables import write_tables
-from fwbench.measure.profiling import collect_profiles
 
 
 def main(paths, output):

@@ -181,7 +181,7 @@ def sweep(out: Path, config: dict, deadline: float) -> dict:
     second member right after its first)."""
     from fwbench.plan.config import save
     from fwbench.plan.sweep import Plan
-    from fwbench.workflow import write_planned
+    from fwbench.workflow.progress import write_planned
 
     RUN_DIR_PARENT[0] = out
     plan = Plan.from_config(config)

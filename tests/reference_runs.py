@@ -13,16 +13,17 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from fwbench import SOURCE_DIR, workflow
+from fwbench import SOURCE_DIR
 from fwbench.analysis.run_folder import CONTROL_CELL
+from fwbench.workflow.manifest import MANIFEST, REBUILT
 
 RESULTS = SOURCE_DIR / "results"
 REFERENCE = RESULTS / "reference"
 # Every shipped run: a results/<run>/ folder that records the checksums of its rebuild. A run
 # added there is checked by tests/test_rebuild.py as it is, with no change to the tests.
-SHIPPED = sorted(p.parent for p in RESULTS.glob(f"*/{workflow.MANIFEST}"))
+SHIPPED = sorted(p.parent for p in RESULTS.glob(f"*/{MANIFEST}"))
 # The folders a rebuild writes; everything else in a run folder ships with it.
-WRITTEN = {PurePosixPath(pattern).parts[0] for pattern in workflow.REBUILT}
+WRITTEN = {PurePosixPath(pattern).parts[0] for pattern in REBUILT}
 
 
 def copy_shipped(source: Path, root: Path) -> Path:

@@ -241,9 +241,10 @@ ABLATION_TIMES = {("defaults", "idiomatic", "fp32"): (2.0e6, 1.0e6),
 
 
 def _profiles(table):
-    """A profiles table (fwbench.measure.profiling.collect_profiles' columns) for the ablation's
+    """A profiles table (fwbench.analysis.profiles.collect_profiles' columns) for the ablation's
     cells."""
-    from fwbench.measure.profiling import CATEGORIES, PROFILE_COLUMNS
+    from fwbench.analysis.profiles import PROFILE_COLUMNS
+    from fwbench.measure.trace import CATEGORIES
 
     rows = []
     for (cell_id, pair_id, framework, profile, mode), _ in table.groupby(

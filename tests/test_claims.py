@@ -303,7 +303,9 @@ def test_context_is_listed_neither_judged_nor_counted():
 
 @pytest.mark.parametrize("change, message", [
     (lambda c: c.update(role="context"), "context is neither judged nor counted"),
-    (lambda c: c.update(role="belief"), "role 'belief'"),
+    (lambda c: c.update(role="belief"), r"invalid at claims/\d+/role: 'belief' is not one of"),
+    (lambda c: c.update(quotes="typo"), "Additional properties are not allowed .'quotes'"),
+    (lambda c: c["test"].update(kind="speedup"), "invalid at claims/\\d+/test/kind"),
     (lambda c: c.pop("test"), "a claim needs a test"),
     (lambda c: c.update(figure="Figure 3"), "published.yaml puts"),
     (lambda c: c.update(setting={"dataset": ["mnist"]}), "states 'ResNet18 training time"),

@@ -12,7 +12,9 @@ PACKAGE = Path(fwbench.__file__).parent
 # The stages in the order data flows through them (docs/architecture.md).
 STAGES = ("plan", "environment", "measure", "analysis", "report")
 # Importable from every stage; they import no stage.
-SHARED = {"fwbench", "fwbench.errors", "fwbench.files", "fwbench.workflow"}
+SHARED = {"fwbench", "fwbench.errors", "fwbench.files", "fwbench.workflow",
+          *(f"fwbench.workflow.{m}" for m in ("locks", "host", "rebuild", "manifest", "failures",
+                                              "progress"))}
 # The command line (cli, and jobs for the workflow's own commands): imports every stage,
 # imported by nothing else.
 ENTRY = {"fwbench.cli", "fwbench.jobs", "fwbench.__main__"}

@@ -9,11 +9,12 @@ import json
 
 import pytest
 
+from fwbench.analysis.profiles import collect_profiles
 from fwbench.errors import ResultError
 from fwbench.measure import profiling
-from fwbench.measure.profiling import HOST, Span, Trace, breakdown, classify
 from fwbench.measure.results import load_trial
 from fwbench.measure.settings import TrialSettings
+from fwbench.measure.trace import CATEGORIES, HOST, Span, Trace, breakdown, classify
 from fwbench.plan.config import validate
 from fwbench.plan.sweep import Plan
 
@@ -182,8 +183,8 @@ def test_a_real_profile_is_written_and_read_back_but_never_as_a_trial(
     assert 0 < p["share"][HOST] < 1
     assert p["top_ops"]
     assert p["profiler"].split()[0] in ("torch.profiler", "tf.profiler.experimental")
-    table = profiling.collect_profiles([out])
-    assert set(table["category"]) == set(profiling.CATEGORIES)
+    table = collect_profiles([out])
+    assert set(table["category"]) == set(CATEGORIES)
     assert (table["framework"] == framework).all()
     with pytest.raises(ResultError):
         load_trial(out)  # marked `kind: profile`: no trial reader accepts it
@@ -194,7 +195,7 @@ def test_an_unsupported_ablation_cell_is_a_profile_with_its_reason(tmp_path, tin
     settings = _settings(tiny_config, "pytorch", profile="defaults+tf32")
     result = profiling.run_profile(settings, tmp_path / "profile.json")
     assert result["status"] == "unsupported" and "TF32" in result["message"]
-    table = profiling.collect_profiles([tmp_path / "profile.json"])
+    table = collect_profiles([tmp_path / "profile.json"])
     assert list(table["status"]) == ["unsupported"] and table["category"].isna().all()
 
 

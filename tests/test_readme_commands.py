@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fwbench import workflow
 from fwbench.errors import FwbenchError
 from fwbench.plan import runs
 from fwbench.plan.config import load
 from fwbench.plan.sweep import Plan
+from fwbench.workflow.manifest import MANIFEST
 from tests.conftest import BIN, REPO, TINY_CONFIG
 from tests.reference_runs import RESULTS, copy_shipped
 
@@ -150,7 +150,7 @@ def test_the_tables_commands_run_on_a_shipped_run_and_change_no_trial_file(check
     assert "fwbench doctor: " in done["fwbench run"].stderr
     audit = checkout / "results" / RUN / "audit" / "versions.csv"   # as the rebuild made it
     recorded = dict(reversed(line.split("  ", 1)) for line in
-                    (checkout / "results" / RUN / workflow.MANIFEST).read_text().splitlines())
+                    (checkout / "results" / RUN / MANIFEST).read_text().splitlines())
     assert hashlib.sha256(audit.read_bytes()).hexdigest() == recorded["audit/versions.csv"]
     assert "run_trial" not in done["fwbench audit results/<run>"].stderr
     assert (checkout / "results" / RUN / "export" / "data_dictionary.json").is_file()
@@ -161,7 +161,7 @@ def test_the_tables_commands_run_on_a_shipped_run_and_change_no_trial_file(check
 
 def _ship(results: Path, name: str) -> None:
     (results / name).mkdir(parents=True)
-    (results / name / workflow.MANIFEST).write_text("")
+    (results / name / MANIFEST).write_text("")
 
 
 def test_a_shipped_run_is_never_the_run_written(tmp_path):
@@ -171,7 +171,7 @@ def test_a_shipped_run_is_never_the_run_written(tmp_path):
     assert runs.free_run("reference", results) == "reference-2"
     (results / "reference-2").mkdir()               # a run of ours: the same command resumes it
     assert runs.free_run("reference", results) == "reference-2"
-    (results / "reference-2" / workflow.MANIFEST).write_text("")
+    (results / "reference-2" / MANIFEST).write_text("")
     _ship(results, "reference-3")
     assert runs.free_run("reference", results) == "reference-4"
 

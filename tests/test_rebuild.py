@@ -19,10 +19,12 @@ import pandas as pd
 import pytest
 from numpy._core import _multiarray_umath
 
-from fwbench import workflow
 from fwbench.analysis.run_folder import trial_files
 from fwbench.files import write_csv
 from fwbench.report.sections import audit
+from fwbench.workflow import manifest
+from fwbench.workflow.host import NUMPY_DISPATCH
+from fwbench.workflow.rebuild import RUN_CONFIG
 from tests.conftest import REBUILT_REFERENCE
 from tests.reference_runs import REFERENCE, RESULTS, SHIPPED, copy_shipped, rebuild
 
@@ -103,20 +105,20 @@ def test_a_rebuild_gives_the_same_bytes_with_numpys_avx512_kernels_and_without(t
     for name, disabled in (("drawn-with", ""), ("drawn-without", " ".join(AVX512))):
         (tmp_path / name).mkdir()
         subprocess.run([sys.executable, "-c", DRAW_ECDF, AVX512_PAIR, tmp_path / name],
-                       env={**os.environ, workflow.NUMPY_DISPATCH: disabled}, check=True)
+                       env={**os.environ, NUMPY_DISPATCH: disabled}, check=True)
         drawn.append(tmp_path / name / "latency_ecdf.svg")
     assert drawn[0].read_bytes() != drawn[1].read_bytes()
-    assert ", attribute " in workflow.svg_difference(*drawn)
+    assert ", attribute " in manifest.svg_difference(*drawn)
     # and the workflow's rebuild, made both ways, gives the recorded bytes
     _byte_identical(rebuild(copy_shipped(LOG_AXIS_RUN, tmp_path / "with"), "--check"))
     _byte_identical(rebuild(copy_shipped(LOG_AXIS_RUN, tmp_path / "without"), "--check",
-                            **{workflow.NUMPY_DISPATCH: " ".join(AVX512)}))
+                            **{NUMPY_DISPATCH: " ".join(AVX512)}))
 
 
 def test_the_shipped_runs_are_the_run_folders_with_recorded_checksums():
     assert REFERENCE in SHIPPED
     for run in SHIPPED:
-        assert (run / workflow.RUN_CONFIG).is_file() and (run / "cells").is_dir(), run
+        assert (run / RUN_CONFIG).is_file() and (run / "cells").is_dir(), run
 
 
 @pytest.mark.parametrize("release", [(3, 11, 2), (3, 11, 7), (3, 11, 99)])
@@ -143,8 +145,8 @@ def _record(run: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         (run / name).parent.mkdir(parents=True, exist_ok=True)
         (run / name).write_text(text)
-    workflow.write_manifest(run)
-    assert workflow.check_manifest(run) == []
+    manifest.write_manifest(run)
+    assert manifest.check_manifest(run) == []
 
 
 def test_check_names_every_file_that_differs(tmp_path):
@@ -156,7 +158,7 @@ def test_check_names_every_file_that_differs(tmp_path):
     (run / "report/figures/x.svg").unlink()
     (run / "tables/new.parquet").parent.mkdir()
     (run / "tables/new.parquet").write_bytes(b"")
-    assert workflow.check_manifest(run) == [
+    assert manifest.check_manifest(run) == [
         "report/report.html: differs",
         "stats/cells.csv: differs at row 1, column median_ns: recorded '1.5', rebuilt '1.25'",
         "report/figures/x.svg: not rebuilt",
@@ -168,10 +170,10 @@ def test_a_pdf_that_differs_names_a_missing_font_subsetter(tmp_path, monkeypatch
     run = tmp_path / "results" / "run"
     _record(run, {"report/report.pdf": "a"})
     (run / "report/report.pdf").write_text("b")
-    monkeypatch.setattr(workflow, "subsets_fonts_with_harfbuzz", lambda: True)
-    assert workflow.check_manifest(run) == ["report/report.pdf: differs"]
-    monkeypatch.setattr(workflow, "subsets_fonts_with_harfbuzz", lambda: False)
-    [line] = workflow.check_manifest(run)
+    monkeypatch.setattr(manifest, "subsets_fonts_with_harfbuzz", lambda: True)
+    assert manifest.check_manifest(run) == ["report/report.pdf: differs"]
+    monkeypatch.setattr(manifest, "subsets_fonts_with_harfbuzz", lambda: False)
+    [line] = manifest.check_manifest(run)
     assert line.startswith("report/report.pdf: differs (this machine lacks HarfBuzz-Subset")
     assert "libharfbuzz-subset0" in line
 
@@ -180,10 +182,10 @@ def test_a_check_of_the_statistics_alone_leaves_the_report_out(tmp_path):
     run = tmp_path / "results" / "run"
     _record(run, {"stats/cells.csv": "cell,median_ns\na,1.5\n", "report/report.html": "b"})
     shutil.rmtree(run / "report")
-    assert workflow.check_manifest(run, STATISTICS) == []
+    assert manifest.check_manifest(run, STATISTICS) == []
     (run / "stats/cells.csv").write_text("cell,median_ns\na,1.25\n")
     (run / "stats/new.csv").write_text("x\n")
-    assert workflow.check_manifest(run, STATISTICS) == [
+    assert manifest.check_manifest(run, STATISTICS) == [
         "stats/cells.csv: differs at row 1, column median_ns: recorded '1.5', rebuilt '1.25'",
         "stats/new.csv: rebuilt but not recorded"]
 
@@ -199,7 +201,7 @@ def test_a_changed_table_names_its_row_column_and_both_values(tmp_path):
     trials.to_parquet(run / "tables/trials.parquet", index=False)
     (run / "stats/tests.csv").write_text("id,p,verdict\nks,0.406991412431537,none\n"
                                          "t,0.2,\"a, c\"\n")
-    assert workflow.check_manifest(run) == [
+    assert manifest.check_manifest(run) == [
         "stats/tests.csv: differs at row 2, column verdict: recorded 'a, b', rebuilt 'a, c'",
         "tables/trials.parquet: differs at row 3, column median_ns: recorded '3.5', "
         "rebuilt '3.25'"]
@@ -213,9 +215,9 @@ def test_a_table_that_differs_in_shape_or_bytes_only_says_so(tmp_path):
     (run / "stats/c.csv").write_text("x,y\r\n1,2\r\n")
     for name in "de":
         (run / f"stats/{name}.csv").write_text("x,y\n1,3\n")
-    (run / workflow.RECORDED / "stats/d.csv").unlink()
-    (run / workflow.RECORDED / "stats/e.csv").write_text("x,y\n1,3\n")  # not what was recorded
-    assert workflow.check_manifest(run) == [
+    (run / manifest.RECORDED / "stats/d.csv").unlink()
+    (run / manifest.RECORDED / "stats/e.csv").write_text("x,y\n1,3\n")  # not what was recorded
+    assert manifest.check_manifest(run) == [
         "stats/a.csv: differs in its columns: rebuilt adds 'z', rebuilt lacks 'y'",
         "stats/b.csv: differs in its number of rows: recorded 1, rebuilt 2",
         "stats/c.csv: differs in its bytes only: every value is the same",
@@ -236,7 +238,7 @@ def test_a_figure_that_differs_is_shown_at_its_first_differing_element(tmp_path)
     # the clip-path's id follows the coordinates: the coordinates are the difference shown
     (run / "report/figures/a.svg").write_text(SVG.format(clip="2b", last=7, label="ms"))
     (run / "report/figures/b.svg").write_text(SVG.format(clip="1a", last=8, label="s"))
-    assert workflow.check_manifest(run) == [
+    assert manifest.check_manifest(run) == [
         "report/figures/a.svg: differs at element 6, a <path> in <g id=\"patch_4\">, "
         "attribute d: recorded 'M 25.332188', rebuilt 'M 25.332187'",
         "report/figures/b.svg: differs at element 8, a <text> in <g id=\"text_1\">, text: "

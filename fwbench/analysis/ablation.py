@@ -30,11 +30,12 @@ import pandas as pd
 
 from fwbench.plan.ablation import Point, ablation_points, factor_reason, validate_ablation
 from fwbench.plan.cells import MODES
+from fwbench.plan.frameworks import COMPARED, per_side, sides
 
 GROUP = ["run", "experiment", "device", "model", "phase", "batch_size", "input_shape"]
 DECOMPOSITION_COLUMNS = [
     *GROUP, "row", "step", "factor", "profile", "mode", "precision", "status", "reason",
-    "n_pytorch", "n_tensorflow", "ratio", "contribution", "contribution_ci_low",
+    *per_side("n_{}"), "ratio", "contribution", "contribution_ci_low",
     "contribution_ci_high", "ratio_explained", "share", "share_ci_low", "share_ci_high",
     "ci_level", "method", "note",
 ]
@@ -104,8 +105,7 @@ def _arms(ok: pd.DataFrame, points: list[Point]) -> dict:
             continue
         cell = ok[(ok["profile"] == p.profile) & (ok["mode"] == p.mode)
                   & (ok["precision"] == p.precision)]
-        pt = cell.loc[cell["framework"] == "pytorch", "t"].to_numpy(float)
-        tf = cell.loc[cell["framework"] == "tensorflow", "t"].to_numpy(float)
+        pt, tf = (cell.loc[cell["framework"] == side, "t"].to_numpy(float) for side in COMPARED)
         if pt.size and tf.size:
             out[p] = (pt, tf)
     return out
@@ -145,7 +145,7 @@ class _Group:
         out = {**self.ident, "row": kind, "profile": point.profile if point else None,
                "mode": point.mode if point else None,
                "precision": point.precision if point else None,
-               "n_pytorch": len(pt), "n_tensorflow": len(tf), "ci_level": self.confidence,
+               **sides("n_{}", len(pt), len(tf)), "ci_level": self.confidence,
                "method": self.method, "status": "measured", "reason": "", "note": ""}
         if point is not None and point in self.g:
             out["ratio"] = math.exp(self.g[point])
@@ -275,8 +275,8 @@ COUNTERFACTUALS = (
      "torch.compile against XLA: the compilers compared"),
 )
 GAP_COLUMNS = [
-    *GROUP, "precision", "profile", "counterfactual", "pytorch_mode", "tensorflow_mode",
-    "tests", "n_pytorch", "n_tensorflow", "baseline_ratio", "baseline_ci_low",
+    *GROUP, "precision", "profile", "counterfactual", *per_side("{}_mode"),
+    "tests", *per_side("n_{}"), "baseline_ratio", "baseline_ci_low",
     "baseline_ci_high", "ratio", "ratio_ci_low", "ratio_ci_high", "ci_level", "gap_closed",
     "gap_closed_ci_low", "gap_closed_ci_high", "interleaved", "verdict", "note",
 ]
@@ -293,7 +293,7 @@ def _pick_arm(cells: pd.DataFrame, framework: str, fmode: str, partner: str | No
     side = cells[(cells["framework"] == framework) & (cells["fmode"] == fmode)]
     if side.empty:
         return np.array([]), None
-    other = "tensorflow" if framework == "pytorch" else "pytorch"
+    other = next(side for side in COMPARED if side != framework)
     for mode, group in side.groupby("mode", sort=True):
         if partner and MODES.get(mode, {}).get(other) == partner:
             return group["t"].to_numpy(float), mode
@@ -328,16 +328,16 @@ def gap_tests(trials: pd.DataFrame, *, confidence: float = 0.95, rope: float = 0
     rows = []
     for key, cells in ok.groupby(keys, sort=True):
         ident = dict(zip(keys, key))
-        pt0, m0 = _pick_arm(cells, "pytorch", BASELINE[0], BASELINE[1])
-        tf0, n0 = _pick_arm(cells, "tensorflow", BASELINE[1], BASELINE[0])
+        pt0, m0 = _pick_arm(cells, COMPARED[0], BASELINE[0], BASELINE[1])
+        tf0, n0 = _pick_arm(cells, COMPARED[1], BASELINE[1], BASELINE[0])
         if not (pt0.size and tf0.size):
             continue
         base_hl = hodges_lehmann(np.log(pt0), np.log(tf0), confidence)
         base = math.log(np.median(pt0) / np.median(tf0))
         base_reps = _boot_log_ratio(pt0, tf0, n_boot, rng)
         for name, pmode, tmode, tests in COUNTERFACTUALS:
-            pt, pm = _pick_arm(cells, "pytorch", pmode, tmode)
-            tf, tm = _pick_arm(cells, "tensorflow", tmode, pmode)
+            pt, pm = _pick_arm(cells, COMPARED[0], pmode, tmode)
+            tf, tm = _pick_arm(cells, COMPARED[1], tmode, pmode)
             if not (pt.size and tf.size):
                 continue
             hl = hodges_lehmann(np.log(pt), np.log(tf), confidence)
@@ -351,8 +351,8 @@ def gap_tests(trials: pd.DataFrame, *, confidence: float = 0.95, rope: float = 0
                 note += (f"; too few trials for a {confidence:.0%} interval (levels "
                          f"{base_hl.level:.0%} and {hl.level:.0%})")
             rows.append({
-                **ident, "counterfactual": name, "pytorch_mode": pmode, "tensorflow_mode": tmode,
-                "tests": tests, "n_pytorch": pt.size, "n_tensorflow": tf.size,
+                **ident, "counterfactual": name, **sides("{}_mode", pmode, tmode),
+                "tests": tests, **sides("n_{}", pt.size, tf.size),
                 "baseline_ratio": math.exp(base), "baseline_ci_low": math.exp(base_hl.low),
                 "baseline_ci_high": math.exp(base_hl.high), "ratio": math.exp(value),
                 "ratio_ci_low": math.exp(hl.low), "ratio_ci_high": math.exp(hl.high),

@@ -42,6 +42,7 @@ from fwbench.analysis.trial_quality import (
     count_false,
     sensitive_trials,
 )
+from fwbench.plan.frameworks import COMPARED, FASTER, per_side, sides
 
 __all__ = ["compare_samples", "compare_paired", "compare_pairs", "sensitivity_table",
            "family_level", "family_name", "COMPARISON_COLUMNS", "SENSITIVITY_COLUMNS"]
@@ -51,22 +52,22 @@ DEFAULT_FAMILY = ("experiment",)
 
 COMPARISON_COLUMNS = [
     "run", "pair_id", *[a for a in AXES if a != "framework"], "family", "family_axes",
-    "family_size", "n_pytorch", "n_tensorflow", "n_pairs", "n_pairs_adjacent", "n_pairs_used",
-    "n_unpaired", "step_pytorch_ns", "step_tensorflow_ns", "median_pytorch_ns",
-    "median_tensorflow_ns", "ratio", "ratio_ci_low", "ratio_ci_high", "ratio_ci_level",
+    "family_size", *per_side("n_{}"), "n_pairs", "n_pairs_adjacent", "n_pairs_used",
+    "n_unpaired", *per_side("step_{}_ns"), *per_side("median_{}_ns"), "ratio", "ratio_ci_low",
+    "ratio_ci_high", "ratio_ci_level",
     "ratio_ci_family_level", "ratio_method", "equivalence_ci_low", "equivalence_ci_high",
     "equivalence_ci_level", "paired_t", "paired_p", "p_adjusted", "tost_p", "signflip_p",
     "signflip_method", "ratio_hl", "ratio_hl_ci_low", "ratio_hl_ci_high", "mannwhitney_u",
     "mannwhitney_p", "mannwhitney_method", "brunner_munzel_p", "cliffs_delta",
-    "cliffs_magnitude", "n_blocks", "blocks_wilcoxon_p", "classes_pytorch",
-    "classes_tensorflow", "unsteady_trials", "drift_trials", "rope_low", "rope_high",
+    "cliffs_magnitude", "n_blocks", "blocks_wilcoxon_p", *per_side("classes_{}"),
+    "unsteady_trials", "drift_trials", "rope_low", "rope_high",
     "verdict", "exploratory", "exploratory_reason", "verdict_note",
 ]
 
 # sensitivity.csv: the comparisons again under another rule, beside the primary verdict.
 SENSITIVITY_COLUMNS = [
     "run", "pair_id", *[a for a in AXES if a != "framework"], "analysis", "without",
-    "excluded", "n_pytorch", "n_tensorflow", "n_pairs_used", "family_size", "ratio",
+    "excluded", *per_side("n_{}"), "n_pairs_used", "family_size", "ratio",
     "ratio_ci_low", "ratio_ci_high", "verdict", "exploratory", "primary_ratio",
     "primary_verdict", "agrees",
 ]
@@ -79,7 +80,7 @@ def family_name(row, axes=DEFAULT_FAMILY) -> str:
 
 
 def compare_samples(a, b, *, family_size: int = 1, confidence: float = 0.95,
-                    rope: float = 0.05, names=("pytorch_faster", "tensorflow_faster")) -> dict:
+                    rope: float = 0.05, names=FASTER) -> dict:
     """The ratio of two samples of positive per-trial values (a over b), decided by one interval.
 
     One error control for every verdict of a family of ``family_size`` comparisons: the
@@ -131,14 +132,14 @@ def arm_arrays(per_trial: pd.DataFrame, columns: list[str]):
     values = {c: frame[c].to_numpy() for c in {*columns, *axes, "trial"} if c in frame}
     framework = frame["framework"].to_numpy()
     for (run, pair_id), idx in frame.groupby(["run", "pair_id"], sort=True).indices.items():
-        pt, tf = idx[framework[idx] == "pytorch"], idx[framework[idx] == "tensorflow"]
+        pt, tf = (idx[framework[idx] == side] for side in COMPARED)
         if len(pt) and len(tf):
             yield (run, pair_id, {a: values[a][pt[0]] for a in axes},
                    {c: v[pt] for c, v in values.items()}, {c: v[tf] for c, v in values.items()})
 
 
 def compare_paired(d, *, family_size: int = 1, confidence: float = 0.95, rope: float = 0.05,
-                   seed: int = 0, names=("pytorch_faster", "tensorflow_faster")) -> dict:
+                   seed: int = 0, names=FASTER) -> dict:
     """The primary comparison from the per-pair log ratios ``d`` (PyTorch over TensorFlow).
 
     ratio = exp(mean d); its interval the t interval of mean d at 1 - alpha/m (m =
@@ -236,15 +237,15 @@ def compare_pairs(per_trial: pd.DataFrame, *, confidence: float = 0.95, rope: fl
                                   tf.get("steady_state_class", [])])
         steady = np.concatenate([pt.get("warmup_steady", []), tf.get("warmup_steady", [])])
         row.update(
-            n_pytorch=a.size, n_tensorflow=b.size, n_pairs=n_pairs, n_pairs_adjacent=n_adjacent,
+            **sides("n_{}", a.size, b.size), n_pairs=n_pairs, n_pairs_adjacent=n_adjacent,
             n_pairs_used=len(i), n_unpaired=a.size + b.size - 2 * n_pairs,
-            step_pytorch_ns=float(np.exp(np.log(a[i]).mean())) if len(i) else math.nan,
-            step_tensorflow_ns=float(np.exp(np.log(b[j]).mean())) if len(i) else math.nan,
-            median_pytorch_ns=float(np.median(pt["trial_median_ns"].astype(float))),
-            median_tensorflow_ns=float(np.median(tf["trial_median_ns"].astype(float))),
+            **sides("step_{}_ns", *(float(np.exp(np.log(x).mean())) if len(i) else math.nan
+                                    for x in (a[i], b[j]))),
+            **sides("median_{}_ns", *(float(np.median(x["trial_median_ns"].astype(float)))
+                                      for x in (pt, tf))),
             n_blocks=len(i), blocks_wilcoxon_p=p_blocks,
-            classes_pytorch=_classes(pt.get("steady_state_class", [])),
-            classes_tensorflow=_classes(tf.get("steady_state_class", [])),
+            **sides("classes_{}", *(_classes(x.get("steady_state_class", []))
+                                    for x in (pt, tf))),
             unsteady_trials=count_false(steady),
             drift_trials=int(sum(1 for c in classes if c in CLASSES and c != "flat")),
             exploratory=bool(reason), exploratory_reason=reason,
@@ -305,12 +306,12 @@ def _with_not_estimable(out: pd.DataFrame, primary: pd.DataFrame, dropped: pd.Da
             out.set_index(["run", "pair_id"]).index)]
     if lost.empty:
         return out
-    sides = kept.groupby(["run", "pair_id", "framework"]).size()
+    per_side_ok = kept.groupby(["run", "pair_id", "framework"]).size()
     rows = lost[[c for c in ("run", "pair_id", *AXES, "family", "family_size") if c in lost]]
     rows = rows.assign(
         verdict=NOT_ESTIMABLE, n_pairs_used=0,
-        **{f"n_{f}": [int(sides.get((r, p, f), 0)) for r, p in zip(lost["run"], lost["pair_id"])]
-           for f in ("pytorch", "tensorflow")})
+        **{f"n_{f}": [int(per_side_ok.get((r, p, f), 0))
+                      for r, p in zip(lost["run"], lost["pair_id"])] for f in COMPARED})
     return pd.concat([out, rows], ignore_index=True) if not out.empty else rows
 
 

@@ -23,6 +23,8 @@ import numpy as np
 from scipy import stats as sps
 from scipy.special import ndtr, ndtri, stdtr, stdtrit
 
+from fwbench.plan.frameworks import FASTER
+
 __all__ = [
     "cliffs_delta", "cliffs_magnitude", "hodges_lehmann", "jonckheere_terpstra", "median_ci",
     "hierarchical_bootstrap_mean_ci", "geometric_mean_ratio", "mann_whitney_pmf",
@@ -511,7 +513,7 @@ def _adjust(p, method: str) -> np.ndarray:
 
 
 def verdict(low: float, high: float, *, attained: bool = True, rope: float = 0.05,
-            names=("pytorch_faster", "tensorflow_faster"),
+            names=FASTER,
             equivalence: tuple[float, float] | None = None) -> tuple[str, str]:
     """Verdict on a PyTorch/TensorFlow ratio from its interval (already at the level that
     controls the family's error: ``compare_samples``, ``comparisons.compare_paired``).

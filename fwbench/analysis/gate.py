@@ -14,13 +14,14 @@ from fwbench.analysis.claims.numbers import fmt
 from fwbench.analysis.claims.wording import OUTCOME_LABELS, count, join, label, pair_name
 from fwbench.analysis.controls import passed
 from fwbench.measure.telemetry.outside import NO_OUTSIDE, outside_busy
+from fwbench.plan.frameworks import FASTER
 
 GATE_COLUMNS = ["check", "passed", "reason"]
 # The busy share the processors outside a trial's own may reach while it is timed, when the
 # analysis plan states none (statistics.quiet_busy_max). The default stays out of the plan
 # itself, so a plan written before the gate keeps the hash its trials recorded.
 QUIET_BUSY_MAX = 0.10
-DECIDED = ("pytorch_faster", "tensorflow_faster", "equivalent")
+DECIDED = (*FASTER, "equivalent")
 
 
 def gate(trials: pd.DataFrame, comparisons: pd.DataFrame, *, statistics: dict,

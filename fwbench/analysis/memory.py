@@ -24,6 +24,7 @@ import pandas as pd
 from fwbench.analysis.comparisons import compare_samples, family_level
 from fwbench.analysis.estimators import median_ci
 from fwbench.analysis.tables import AXES, AXIS_DEFAULTS
+from fwbench.plan.frameworks import COMPARED, per_side, sides
 
 # Each peak the trials record, with what it measures.
 METRICS = {
@@ -37,7 +38,7 @@ MEMORY_COLUMNS = [
 ]
 MEMORY_COMPARISON_COLUMNS = [
     "run", "pair_id", *[a for a in AXES if a != "framework"], "metric", "family",
-    "n_pytorch", "n_tensorflow", "median_pytorch_bytes", "median_tensorflow_bytes", "ratio",
+    *per_side("n_{}"), *per_side("median_{}_bytes"), "ratio",
     "ratio_ci_low", "ratio_ci_high", "ratio_ci_level", "ratio_ci_family_level", "ratio_hl",
     "family_size", "mannwhitney_p", "mannwhitney_method", "p_adjusted", "rope_low", "rope_high",
     "varies", "verdict", "exploratory", "exploratory_reason", "verdict_note",
@@ -131,7 +132,7 @@ def memory_comparisons(trials: pd.DataFrame, *, confidence: float = 0.95, rope: 
     for (run, pair_id), group in trials.groupby(["run", "pair_id"], sort=True):
         for metric in metrics:
             a, b = (_values(group[group["framework"] == f], metric)
-                    for f in ("pytorch", "tensorflow"))
+                    for f in COMPARED)
             if a.size and b.size:
                 first = group.iloc[0]
                 name = "/".join([*(str(first[k]) for k in family), metric])
@@ -142,13 +143,13 @@ def memory_comparisons(trials: pd.DataFrame, *, confidence: float = 0.95, rope: 
     for run, pair_id, first, metric, name, a, b, varies in arms:
         row = {"run": run, "pair_id": pair_id,
                **{c: first[c] for c in AXES if c != "framework"}, "metric": metric,
-               "family": name, "n_pytorch": a.size, "n_tensorflow": b.size,
-               "median_pytorch_bytes": float(np.median(a)),
-               "median_tensorflow_bytes": float(np.median(b)), "varies": varies}
+               "family": name, **sides("n_{}", a.size, b.size),
+               **sides("median_{}_bytes", float(np.median(a)), float(np.median(b))),
+               "varies": varies}
         if varies:
             row.update(compare_samples(a, b, family_size=families.count(name),
                                        confidence=confidence, rope=rope,
-                                       names=("pytorch_less", "tensorflow_less")))
+                                       names=per_side("{}_less")))
         else:
             ratio = float(np.median(a) / np.median(b))
             row.update(ratio=ratio, ratio_hl=ratio, family_size=0, verdict="not_tested",

@@ -35,6 +35,7 @@ from scipy.special import ndtri
 
 from fwbench.analysis.claims.wording import is_exploratory, outcome
 from fwbench.analysis.estimators import verdict
+from fwbench.plan.frameworks import FASTER
 
 __all__ = ["origins", "pooled_comparisons", "POOLED_COLUMNS", "HETEROGENEITY_ALPHA"]
 
@@ -42,7 +43,7 @@ POOLED_COLUMNS = ["pair_id", "origins", "ratio", "ratio_ci_low", "ratio_ci_high"
                   "ratio_ci_level", "heterogeneity_q", "heterogeneity_p", "i_squared",
                   "within_sd", "between_sd", "holds_on", "pooled", "verdict", "exploratory",
                   "note"]
-OPPOSITE = {"pytorch_faster", "tensorflow_faster"}
+OPPOSITE = set(FASTER)
 # The level of the heterogeneity test: fixed, so the rule is planned before the data exist.
 HETEROGENEITY_ALPHA = 0.05
 

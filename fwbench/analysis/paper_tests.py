@@ -28,6 +28,7 @@ from fwbench.analysis.tables import AXES, AXIS_DEFAULTS
 from fwbench.analysis.tests_table import result_row
 from fwbench.analysis.trial_quality import adjacency_recorded, adjacent
 from fwbench.analysis.trial_stats import iteration_groups
+from fwbench.plan.frameworks import COMPARED
 
 __all__ = ["florencio2019_tests", "patel2023_tests", "FLORENCIO_PUBLISHED_FLOOR_P",
            "TELEMETRY_METRICS"]
@@ -70,8 +71,7 @@ def _mannwhitney(a: np.ndarray, b: np.ndarray) -> tuple[float, float, list[str]]
 def _arms(per_trial: pd.DataFrame):
     """Yield (run, pair_id, pytorch rows, tensorflow rows) for pairs with ok trials on each side."""
     for (run, pair_id), group in per_trial.groupby(["run", "pair_id"], sort=True):
-        pt = group[group["framework"] == "pytorch"].sort_values("trial")
-        tf = group[group["framework"] == "tensorflow"].sort_values("trial")
+        pt, tf = (group[group["framework"] == f].sort_values("trial") for f in COMPARED)
         if len(pt) and len(tf):
             yield run, pair_id, pt, tf
 
@@ -133,7 +133,7 @@ def _florencio_battery(a, b, *, base: dict, label: str, rng, trial_level: bool,
                        trial_medians=None, blocks=None) -> list[dict]:
     """The published tests on samples a (PyTorch) and b (TensorFlow), and the sound ones beside."""
     rows = []
-    for fw, x in (("pytorch", a), ("tensorflow", b)):
+    for fw, x in zip(COMPARED, (a, b)):
         rows += _normality_rows(x, base=dict(base, scope=f"{base['scope']} [{fw}]"),
                                 label=f"{label}, {fw}")
     n = min(a.size, b.size)

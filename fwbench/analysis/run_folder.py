@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from fwbench.errors import ConfigError, ConfigWarning, FwbenchError
-from fwbench.workflow import MANIFEST, RECORDED
+from fwbench.workflow.manifest import MANIFEST, RECORDED
 
 __all__ = ["Run", "load_run", "trial_files", "saved_config", "is_run", "tables_folder"]
 

@@ -16,6 +16,7 @@ import pandas as pd
 from fwbench.analysis.comparisons import DEFAULT_FAMILY, arm_arrays, family_name
 from fwbench.analysis.estimators import geometric_mean_ratio, holm, verdict
 from fwbench.analysis.steady_state import CLASSES
+from fwbench.plan.frameworks import per_side
 
 __all__ = ["comparison_tests", "quality_tests", "geometric_mean_tests", "finish_tests",
            "result_row", "TEST_COLUMNS"]
@@ -69,7 +70,7 @@ def comparison_tests(comparisons: pd.DataFrame, confidence: float = 0.95) -> lis
             p=r.signflip_p, correction="bonferroni",
             note=f"the distribution-free check of the paired t; its smallest p is 2/2^n = "
                  f"{2.0 ** (1 - r.n_pairs_used):.2g}" if r.n_pairs_used else "no pairs"))
-        trials = f"{r.n_pytorch}+{r.n_tensorflow}"
+        trials = "+".join(str(getattr(r, n)) for n in per_side("n_{}"))
         rows.append(result_row(
             **base, family=f"comparison-ranks/{r.family}",
             hypothesis="P(PyTorch slower) = P(TensorFlow slower) for a trial of each",

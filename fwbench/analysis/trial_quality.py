@@ -32,10 +32,10 @@ def recorded_drift(trials: pd.DataFrame) -> pd.Series:
     return pd.Series(pd.NA, index=trials.index, dtype="boolean")
 
 
-def exploratory_reasons(n_pytorch: int, n_tensorflow: int, min_trials: int) -> list[str]:
-    """Why a comparison of ``n_pytorch`` against ``n_tensorflow`` ok trials is only a hint
-    (empty: it may decide): fewer than ``min_trials`` on a side (``fwbench compare``)."""
-    smaller = min(n_pytorch, n_tensorflow)
+def exploratory_reasons(n_a: int, n_b: int, min_trials: int) -> list[str]:
+    """Why a comparison of ``n_a`` against ``n_b`` ok trials is only a hint (empty: it may
+    decide): fewer than ``min_trials`` on a side (``fwbench compare``)."""
+    smaller = min(n_a, n_b)
     if smaller >= min_trials:
         return []
     return [f"{smaller} trials on the smaller side, fewer than {min_trials}"]

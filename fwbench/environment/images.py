@@ -48,6 +48,7 @@ import yaml
 from fwbench import SOURCE_DIR
 from fwbench.errors import FwbenchError
 from fwbench.files import write_atomic
+from fwbench.plan import frameworks
 
 LOCK_PATH = SOURCE_DIR / "containers" / "images.lock"                  # the registry's
 LOCAL_LOCK_PATH = SOURCE_DIR / "containers" / "build" / "images.lock"   # make images
@@ -56,7 +57,7 @@ LABEL_VARIABLE = "FWBENCH_IMAGE_LABEL"      # set by the image (Dockerfile ENV /
 LABEL_PATH = "/opt/fwbench/image.json"      # written into the image at build time
 LOCK_VERSION = 1
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-MODULES = {"pytorch": "torch", "tensorflow": "tensorflow"}
+MODULES = frameworks.each("module")     # the module each framework's image must provide
 
 LOCK_HEADER = """\
 # The images benchmark jobs run in, one per framework. Written by `make pin-images`

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 
 from fwbench.errors import Unsupported
 from fwbench.measure.settings import TrialPayload, TrialSettings
+from fwbench.plan.frameworks import FRAMEWORKS
 
 # The child's entry per experiment ("module:function", imported only in the child).
 THROUGHPUT = "fwbench.measure.throughput:run_throughput"
@@ -29,13 +30,17 @@ ENTRIES = {
     "convergence": "fwbench.measure.experiments:run_convergence",
     "distributed": "fwbench.measure.distributed:run_distributed",
 }
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                    "TF_NUM_INTRAOP_THREADS")
+# The BLAS libraries' thread variables; each framework adds its own (fwbench.plan.frameworks).
+BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def thread_environment(threads: int) -> dict[str, str]:
-    """Variables a framework reads at import to size its thread pools."""
-    return {**{name: str(threads) for name in THREAD_VARIABLES}, "TF_NUM_INTEROP_THREADS": "1"}
+    """Variables a framework reads at import to size its thread pools: every framework's, so
+    that a child sets the same whatever it runs."""
+    own = FRAMEWORKS.values()
+    intra = [*BLAS_THREAD_VARIABLES, *(v for f in own for v in f.intra_op_variables)]
+    inter = [v for f in own for v in f.inter_op_variables]
+    return {**{name: str(threads) for name in intra}, **{name: "1" for name in inter}}
 
 
 def start(settings: Mapping) -> TrialSettings:

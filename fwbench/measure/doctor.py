@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fwbench import SOURCE_DIR
 from fwbench.measure.telemetry.machine import SYSFS_ROOT, cpu_state
+from fwbench.plan import frameworks
 
 OK, WARN, FAIL, NOT_VISIBLE = "ok", "warn", "fail", "not visible"
 Check = tuple[str, str, str]
@@ -30,7 +31,6 @@ MEMORY_WANTED = 4 * GB
 # Host side: the workflow and the report; beside them, each framework for native trials.
 HOST_PACKAGES = ("snakemake", "pandas", "pyarrow", "scipy", "jinja2", "yaml", "jsonschema",
                  "psutil")
-FRAMEWORKS = ("torch", "tensorflow")
 ENGINES = ("apptainer", "podman", "docker")
 SHIM = SOURCE_DIR / "scripts" / "containers" / "apptainer"
 # Another process busy on this share of one core or more disturbs a trial.
@@ -47,7 +47,7 @@ def python_version(version=sys.version_info) -> Check:
 
 def packages(containers: bool = False, find=importlib.util.find_spec) -> Check:
     """The packages the host imports (the frameworks too, unless trials run in images)."""
-    wanted = HOST_PACKAGES + (() if containers else FRAMEWORKS)
+    wanted = HOST_PACKAGES + (() if containers else tuple(frameworks.each("module").values()))
     missing = [name for name in wanted if find(name) is None]
     if missing:
         return "Python packages", FAIL, (f"missing {', '.join(missing)} in {sys.prefix}: "

@@ -17,6 +17,7 @@ from pathlib import Path
 from fwbench import SOURCE_DIR
 from fwbench.environment import cuda_stack, images
 from fwbench.measure.telemetry.gpu import NvmlSpec, load_nvml
+from fwbench.plan.frameworks import FRAMEWORKS
 
 # Without these in the environment, no CUDA device is visible to a framework, whatever NVML sees.
 HIDDEN = ("", "-1", "none", "NoDevFiles")
@@ -64,7 +65,7 @@ def refuse_cuda_without_gpu(devices: Iterable[str], nvml_spec: NvmlSpec = None,
             "[cpu]` (--config 'devices=[cpu]').")
 
 
-def image_minimums(frameworks: Iterable[str] = ("pytorch", "tensorflow"),
+def image_minimums(frameworks: Iterable[str] = tuple(FRAMEWORKS),
                    lock_path: str | os.PathLike | None = None,
                    variant: str = "cuda") -> dict[str, str]:
     """The oldest driver each framework's image needs, by framework: from the requirements lock

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fwbench.workflow import NUMPY_DISPATCH
+from fwbench.workflow.host import NUMPY_DISPATCH
 
 POLL_S = 0.2
 _PR_SET_PDEATHSIG = 1

@@ -25,7 +25,6 @@ import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
 
-from fwbench import workflow
 from fwbench.environment import images, source
 from fwbench.errors import FwbenchError
 from fwbench.measure import calibration, provenance, results, telemetry
@@ -33,6 +32,7 @@ from fwbench.measure.child import ENTRIES, progress, stamp, thread_environment
 from fwbench.measure.settings import TrialPayload, TrialSettings
 from fwbench.measure.supervisor import supervise
 from fwbench.plan.cells import REAL_DATA
+from fwbench.workflow.progress import report_progress
 
 TIMELINE_PREFIX = "fwbench: trial timeline "
 
@@ -93,7 +93,7 @@ def run_trial(settings: Mapping, result_path, env_path, telemetry_path, idle_pat
     results.write_json({**env, **result["versions"]}, env_path)
     results.write_json(result, result_path)
     stamp(timeline, "written")
-    workflow.report_progress(result_path)  # the sweep's progress line, in a workflow job
+    report_progress(result_path)  # the sweep's progress line, in a workflow job
     stamp(timeline, "ended")
     progress(TIMELINE_PREFIX + json.dumps(timeline))
     return result

@@ -10,18 +10,15 @@ import re
 from dataclasses import dataclass, fields
 from functools import cached_property
 
+from fwbench.plan.frameworks import FRAMEWORKS, PYTORCH
+
 STATUSES = ("ok", "oom", "timeout", "unsupported", "error", "crashed")
 # The experiments that train on a real data set (fwbench.measure.experiments); their cells name an
 # optimizer.
 REAL_DATA = ("epoch", "convergence")
 
 # Each named mode is a matched pair: what each framework runs under that name.
-MODES = {
-    "eager": {"pytorch": "eager", "tensorflow": "eager"},
-    "idiomatic": {"pytorch": "eager", "tensorflow": "function"},
-    "compiled": {"pytorch": "compile", "tensorflow": "xla"},
-    "keras": {"pytorch": "eager", "tensorflow": "keras"},
-}
+MODES = {mode: {f.name: f.modes[mode] for f in FRAMEWORKS.values()} for mode in PYTORCH.modes}
 
 @dataclass(frozen=True, order=True)
 class Cell:
@@ -88,7 +85,7 @@ class Cell:
     @property
     def framework_mode(self) -> str:
         """What this framework actually runs under the named mode pair."""
-        return MODES[self.mode][self.framework]
+        return FRAMEWORKS[self.framework].modes[self.mode]
 
     def directory(self, run: str) -> str:
         return f"results/{run}/cells/{self.id}"

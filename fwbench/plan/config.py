@@ -26,12 +26,17 @@ SCHEMA_PATH = SOURCE_DIR / "rules" / "schemas" / "config.schema.yaml"
 
 
 def load_schema(path: Path = SCHEMA_PATH) -> dict:
-    """The config schema, with the model names taken from the model zoo (one source of truth)."""
+    """The config schema, with the model names taken from the model zoo and the framework names
+    from the framework registry (one source of truth each)."""
+    from fwbench.plan.frameworks import FRAMEWORKS
     from fwbench.plan.models import MODELS
 
     with open(path) as f:
         schema = yaml.safe_load(f)
-    schema["properties"]["models"]["propertyNames"] = {"enum": sorted(MODELS)}
+    properties = schema["properties"]
+    properties["models"]["propertyNames"] = {"enum": sorted(MODELS)}
+    properties["frameworks"]["items"]["enum"] = list(FRAMEWORKS)
+    properties["controls"]["items"]["properties"]["framework"]["enum"] = list(FRAMEWORKS)
     return schema
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from fwbench.plan.architectures import TooSmall, walk
 from fwbench.plan.differences import LIBRARY_DIFFERENCES, OPTIMIZER_DIFFERENCES
+from fwbench.plan.frameworks import FRAMEWORKS
 
 # --- the training recipe: defined once, read by both frameworks --------------------------------
 
@@ -304,7 +305,7 @@ def model_table() -> list[dict]:
             "input_shape": list(spec.canonical_shape),
             "num_classes": spec.canonical_classes,
             "min_input_shape": list(minimum_shape(spec.name)),
-            "trainable_parameters": {"pytorch": spec.parameters, "tensorflow": spec.parameters},
+            "trainable_parameters": {f: spec.parameters for f in FRAMEWORKS},
             "gflops_per_sample": {
                 "infer": flops_per_sample(spec.name, spec.canonical_shape) / 1e9,
                 "train": flops_per_sample(spec.name, spec.canonical_shape, phase="train") / 1e9,
@@ -332,11 +333,11 @@ def print_models(as_json: bool = False) -> None:
             "flop_convention": FLOP_CONVENTION,
         }, indent=2))
         return
-    header = ("model", "task", "input shape", "params pytorch", "params tensorflow",
+    header = ("model", "task", "input shape", *(f"params {f}" for f in FRAMEWORKS),
               "GFLOPs infer", "GFLOPs train", "library differences")
     table = [header] + [(
         r["model"], r["task"], "x".join(map(str, r["input_shape"])),
-        f"{r['trainable_parameters']['pytorch']:,}", f"{r['trainable_parameters']['tensorflow']:,}",
+        *(f"{r['trainable_parameters'][f]:,}" for f in FRAMEWORKS),
         f"{r['gflops_per_sample']['infer']:.3f}", f"{r['gflops_per_sample']['train']:.3f}",
         ", ".join(r["library_differences"]),
     ) for r in rows]

@@ -17,7 +17,8 @@ from fwbench import SOURCE_DIR
 from fwbench.errors import FwbenchError
 from fwbench.plan.config import load
 from fwbench.plan.sweep import Plan
-from fwbench.workflow import MANIFEST, rebuild_arguments
+from fwbench.workflow.manifest import MANIFEST
+from fwbench.workflow.rebuild import rebuild_arguments
 
 RESULTS = "results"
 # The rules of rules/audit.smk, and the trials table they read (made from the cell files).

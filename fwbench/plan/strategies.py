@@ -4,12 +4,11 @@ mode pair, and the cells no machine can run (docs/distributed.md)."""
 from __future__ import annotations
 
 from fwbench.errors import ConfigError
+from fwbench.plan.frameworks import FRAMEWORKS, PYTORCH
 
 # What each framework runs under a strategy pair's name.
-STRATEGY_PAIRS = {
-    "single_process": {"pytorch": "dp", "tensorflow": "mirrored"},
-    "multi_process": {"pytorch": "ddp", "tensorflow": "multiworker"},
-}
+STRATEGY_PAIRS = {pair: {f.name: f.strategies[pair] for f in FRAMEWORKS.values()}
+                  for pair in PYTORCH.strategies}
 STRATEGIES = {name: (framework, pair) for pair, names in STRATEGY_PAIRS.items()
               for framework, name in names.items()}
 # How the report names each framework's strategy.

@@ -19,6 +19,7 @@ from fwbench.analysis.gate import failures, passes
 from fwbench.analysis.run_folder import is_run, tables_folder, trial_files
 from fwbench.errors import FwbenchError, ResultError
 from fwbench.files import write_atomic
+from fwbench.plan.frameworks import FASTER
 from fwbench.report.render import REPORT_DIR
 
 __all__ = ["write_index", "run_entry", "INDEX"]
@@ -95,8 +96,8 @@ def _headline(path: Path) -> str:
     kinds = [outcome(r) for _, r in comparisons.iterrows()]
     origins = comparisons["run"].nunique() if "run" in comparisons else 1
     per = f" (one per origin and pair, {origins} origins)" if origins > 1 else ""
-    return (f"PyTorch faster in {kinds.count('pytorch_faster')} of {len(kinds)} comparisons{per}, "
-            f"TensorFlow in {kinds.count('tensorflow_faster')}, equivalent in "
+    return (f"PyTorch faster in {kinds.count(FASTER[0])} of {len(kinds)} comparisons{per}, "
+            f"TensorFlow in {kinds.count(FASTER[1])}, equivalent in "
             f"{kinds.count('equivalent')}, inconclusive in {kinds.count('inconclusive')}")
 
 

@@ -11,6 +11,7 @@ import yaml
 
 from fwbench import SOURCE_DIR
 from fwbench.analysis.claims import PAPERS, load_claims
+from fwbench.report.sections import drawn, results_subsections
 
 REFERENCES = SOURCE_DIR / "report" / "references.yaml"
 TEMPLATES = SOURCE_DIR / "report" / "templates"
@@ -22,28 +23,15 @@ METHOD = [("measured", "What was measured"), ("software", "Software and settings
 
 
 def _results(context: dict) -> list[tuple[str, str]]:
-    """Section 3's subsections that have something measured to show."""
-    figures = context["figures"]
-
-    def drawn(*keys) -> bool:
-        return any(figures[k]["number"] for k in keys)
-
+    """Section 3's subsections that have something measured to show: its own four, then those
+    that declare themselves (fwbench.report.sections.results_subsections)."""
     present = [
         ("relative", "Relative time", True),
         ("cells", "Every cell", True),
-        ("batch", "Batch size", drawn("inference_vs_batch")),
-        ("energy", "Energy, achieved FLOP/s and telemetry", drawn("energy", "flops",
-                                                                  "telemetry")),
-        ("why", "Why: factors, and where the time goes",
-         bool(context["why"]["experiments"]) or drawn("ablation_waterfall", "time_breakdown")
-         or bool(context["why"]["gaps"]["number"])),
-        ("accuracy", "Accuracy and convergence", bool(context["accuracy"]["table"]["number"])),
-        ("distributed", "Beyond one device: scaling and strategies",
-         drawn("scaling") or bool(context["distributed"]["scaling"]["number"])
-         or bool(context["distributed"]["strategies"]["number"])),
-        ("memory", "Memory", bool(context["memory"]["table"]["number"]) or drawn("memory")),
-        ("latency", "Latency", bool(context["latency"]["table"]["number"]) or drawn("latency")),
-        ("origins", "Per machine", context["origins"]["shown"]),
+        ("batch", "Batch size", drawn(context, "inference_vs_batch")),
+        ("energy", "Energy, achieved FLOP/s and telemetry",
+         drawn(context, "energy", "flops", "telemetry")),
+        *((s.key, s.title, s.shown(context)) for s in results_subsections()),
     ]
     return [(key, title) for key, title, shown in present if shown]
 

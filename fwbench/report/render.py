@@ -36,23 +36,18 @@ from fwbench.report.figures.style import Figure
 from fwbench.report.inputs import Inputs, load_inputs, source_date_epoch
 from fwbench.report.sections import (
     abstract,
-    accuracy,
     audit,
     conclusion,
-    distributed,
     failures,
     hypothesis_tests,
-    latency,
-    memory,
     method,
-    origins,
     preliminary,
     reproduction,
     results,
+    results_subsections,
     threats,
     unmeasured,
     warnings,
-    why,
 )
 from fwbench.report.tables import Numbering, figure_entry
 
@@ -65,9 +60,10 @@ TEMPLATE = "report.html.j2"
 
 def make_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figure]:
     """Every figure of the report, in document order, drawn into ``folder`` or left out."""
-    return {**results.figures(data, folder, failures), **why.figures(data, folder),
-            **distributed.figures(data, folder), **memory.figures(data, folder),
-            **latency.figures(data, folder), **reproduction.figures(data, folder, failures)}
+    return {**results.figures(data, folder, failures),
+            **{key: figure for s in results_subsections() if s.figures
+               for key, figure in s.figures(data, folder).items()},
+            **reproduction.figures(data, folder, failures)}
 
 
 def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: int,
@@ -83,12 +79,8 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
                "warnings": warnings.context(data, soft),
                "method": method.context(numbering, data, soft, facts),
                "results": results.context(numbering, data, reasons),
-               "why": why.context(numbering, data),
-               "accuracy": accuracy.context(numbering, data),
-               "distributed": distributed.context(numbering, data),
-               "memory": memory.context(numbering, data),
-               "latency": latency.context(numbering, data),
-               "origins": origins.context(numbering, data),
+               **{s.key: s.context(numbering, data) for s in results_subsections()},
+               "subsections": [s.key for s in results_subsections()],
                "claims": reproduction.context(numbering, data, figures),
                "figures": {key: figure_entry(numbering, f, href) for key, f in figures.items()},
                "audit": audit.context(numbering, data, run),

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fwbench.analysis.claims.wording import fmt_duration, fmt_p, join, label, missing
+from fwbench.analysis.claims.kinds import Tables, register
+from fwbench.analysis.claims.rows import claim_rows, fewest, on_selected
+from fwbench.analysis.claims.wording import flag, fmt_duration, fmt_p, join, label, missing
 
 
 def patel_tests(tests: pd.DataFrame, prefix: str) -> pd.DataFrame:
@@ -80,3 +82,39 @@ def judge_batch_trend(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
                else "inconclusive")
     return verdict, (f"time per sample, smallest → largest batch: {'; '.join(series)} "
                      f"({falls} of {n} fall, {rises} rise)")
+
+
+def _judge_trend(claim: dict, tables: Tables, margin: float) -> dict:
+    """The trend tests where the statistics ran them, else the cells' intervals."""
+    from_tests = trend_from_tests(tables.tests) if tables.tests is not None else None
+    return from_tests or _trend_from_cells(claim, tables, margin)
+
+
+_trend_from_cells = on_selected("cell_stats",
+                                lambda rows, claim, *_: judge_batch_trend(rows, claim))
+
+
+def _tests_hint(tests: pd.DataFrame | None, prefix: str, least: int) -> str | None:
+    """How many of the series a patel2023 test (``prefix``) ran on had too few trials; None
+    when the statistics ran no such test."""
+    if tests is None or "exploratory" not in tests:
+        return None
+    rows = patel_tests(tests, prefix)
+    if rows.empty:
+        return None
+    hints = int(sum(flag(v) for v in rows["exploratory"]))
+    return (f"{hints} of {len(rows)} series have fewer than {least} trials at some batch size"
+            if hints else "")
+
+
+def _trend_hint(claim: dict, tables: Tables, least: int) -> str:
+    said = _tests_hint(tables.tests, "Jonckheere", least)
+    if said is not None:
+        return said
+    rows = claim_rows(tables.cell_stats, claim["test"].get("select", {})).rows
+    return fewest(rows, ["n_ok"], "trials in a cell", least)
+
+
+register("batch_trend", _judge_trend, _trend_hint)
+register("power_batch", lambda _, tables, __: judge_power(tables.tests),
+         lambda _, tables, least: _tests_hint(tables.tests, "TOST", least) or "")

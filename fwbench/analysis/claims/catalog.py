@@ -8,17 +8,16 @@ from __future__ import annotations
 import re
 from functools import cache
 
+import jsonschema
 import yaml
 
 from fwbench import SOURCE_DIR
 from fwbench.analysis.claims import published
+from fwbench.analysis.claims.kinds import KINDS
 from fwbench.analysis.claims.setting import CONDITIONS, merged_setting
 
 CLAIMS_PATH = SOURCE_DIR / "report" / "claims.yaml"
-CLAIM_KINDS = {"direction", "mixed", "sometimes", "batch_trend", "normality", "telemetry",
-               "power_batch", "strategy_comparison", "scaling", "pending", "untestable",
-               "first_epoch", "higher", "time_to_accuracy"}
-ROLES = ("claim", "context")
+SCHEMA_PATH = SOURCE_DIR / "rules" / "schemas" / "claims.schema.yaml"
 
 
 @cache
@@ -29,6 +28,7 @@ def load_claims(path: str = str(CLAIMS_PATH)) -> dict:
     ``published_ratio`` the time ratio among them, as [low, high]."""
     with open(path) as f:
         catalog = yaml.safe_load(f)
+    _check_schema(catalog, path)
     entries = catalog["claims"]
     for entry in entries:
         entry["setting"] = merged_setting(entry, catalog["papers"])
@@ -43,18 +43,31 @@ def load_claims(path: str = str(CLAIMS_PATH)) -> dict:
     return catalog
 
 
+def _check_schema(catalog, path: str) -> None:
+    """The catalog as rules/schemas/claims.schema.yaml describes it, its test kinds the
+    registered ones; else a ValueError naming where it breaks the schema, and how."""
+    with open(SCHEMA_PATH) as f:
+        schema = yaml.safe_load(f)
+    test = schema["properties"]["claims"]["items"]["properties"]["test"]
+    test["properties"]["kind"]["enum"] = sorted(KINDS)
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema).iter_errors(catalog))
+    if error is not None:
+        where = "/".join(map(str, error.absolute_path)) or "<top level>"
+        raise ValueError(f"{path}: invalid at {where}: {error.message}")
+
+
 def _check(entry: dict, path: str) -> None:
     """A claim has a test of a known kind and context none; a published value stands on the
     claim's figure and states the claim's setting (dataset, input shape, device, precision)."""
     role, test = entry.get("role", "claim"), entry.get("test")
     where = f"{path}: {entry['id']}"
-    if role not in ROLES:
-        raise ValueError(f"{where}: role {role!r} is not one of {', '.join(ROLES)}")
     if (role == "context") != (test is None):
         raise ValueError(f"{where}: " + ("context is neither judged nor counted: it has no "
                                          "test" if test else "a claim needs a test"))
-    if test and test["kind"] not in CLAIM_KINDS:
-        raise ValueError(f"{where}: unknown test kind {test['kind']!r}")
+    if test and test["kind"] not in KINDS:
+        raise ValueError(f"{where}: unknown test kind {test['kind']!r}; known: "
+                         f"{', '.join(sorted(KINDS))}")
     for value in entry["published_values"]:
         if str(value["figure"]) not in re.findall(r"\d+", entry["figure"]):
             raise ValueError(f"{where}: published.yaml puts {value['what']!r} on figure "

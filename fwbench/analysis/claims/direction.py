@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fwbench.analysis.claims.kinds import register
+from fwbench.analysis.claims.rows import comparisons_hint, on_selected
 from fwbench.analysis.claims.wording import (
     OUTCOME_LABELS,
     fmt_interval,
@@ -13,6 +15,7 @@ from fwbench.analysis.claims.wording import (
     outcome,
     sig,
 )
+from fwbench.plan.frameworks import FASTER, opposite
 
 
 def _rated(rows: pd.DataFrame) -> pd.DataFrame:
@@ -32,8 +35,7 @@ def judge_direction(rows: pd.DataFrame, claim: dict, margin: float) -> tuple[str
     if claim.get("published_ratio"):
         return judge_size(rows, kinds, widened(claim["published_ratio"], margin))
     expect = claim["test"]["expect"]
-    opposite = "tensorflow_faster" if expect == "pytorch_faster" else "pytorch_faster"
-    n, agree, against = len(kinds), kinds.count(expect), kinds.count(opposite)
+    n, agree, against = len(kinds), kinds.count(expect), kinds.count(opposite(expect))
     equal = kinds.count("equivalent")
     need = n if claim["test"].get("aggregate", "all") == "all" else n // 2 + 1
     if agree >= need:
@@ -102,7 +104,7 @@ def judge_mixed(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
     if rows.empty:
         return "not measured", NO_RATIO
     kinds = [outcome(r) for _, r in rows.iterrows()]
-    pt, tf = kinds.count("pytorch_faster"), kinds.count("tensorflow_faster")
+    pt, tf = (kinds.count(faster) for faster in FASTER)
     if pt and tf:
         verdict = "confirmed"
     elif len(kinds) >= 2 and (pt == len(kinds) or tf == len(kinds)):
@@ -121,8 +123,7 @@ def judge_sometimes(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
         return "not measured", NO_RATIO
     kinds = [outcome(r) for _, r in rows.iterrows()]
     expect = claim["test"]["expect"]
-    opposite = "tensorflow_faster" if expect == "pytorch_faster" else "pytorch_faster"
-    wins, open_ = kinds.count(expect), kinds.count(opposite) + kinds.count("inconclusive")
+    wins, open_ = kinds.count(expect), kinds.count(opposite(expect)) + kinds.count("inconclusive")
     if wins and open_:
         verdict = "confirmed"
     elif (wins == len(kinds) >= 2) or (not wins and "inconclusive" not in kinds):
@@ -130,3 +131,12 @@ def judge_sometimes(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
     else:
         verdict = "inconclusive"
     return verdict, ratio_summary(rows, kinds)
+
+
+register("direction", on_selected(
+    "comparisons", lambda rows, claim, _, margin: judge_direction(rows, claim, margin)),
+    comparisons_hint)
+register("mixed", on_selected("comparisons", lambda rows, claim, *_: judge_mixed(rows, claim)),
+         comparisons_hint)
+register("sometimes", on_selected(
+    "comparisons", lambda rows, claim, *_: judge_sometimes(rows, claim)), comparisons_hint)

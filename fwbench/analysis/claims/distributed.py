@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fwbench.analysis.claims.kinds import Tables, register
 from fwbench.analysis.claims.numbers import fmt
-from fwbench.analysis.claims.rows import claim_rows, not_measured
+from fwbench.analysis.claims.rows import Selected, claim_rows, fewest, not_measured
 from fwbench.analysis.claims.wording import fmt_interval, join, missing, sig, text, with_level
 from fwbench.plan.strategies import (
     STRATEGIES,
@@ -50,17 +51,19 @@ def _ci(row, name: str) -> str:
                       shortfall(row))
 
 
-def claim_rows_of(frame: pd.DataFrame | None, test: dict, strategy: str, absent: str):
+def claim_rows_of(frame: pd.DataFrame | None, test: dict, strategy: str,
+                  absent: str) -> Selected:
     """The claim's rows of stats/strategies.csv or stats/scaling.csv: selected like any claim's,
     of the framework that runs ``strategy``, at two devices or more; or why there are none
     (``absent`` when the table is empty)."""
     if frame is None or frame.empty:
-        return absent, []
-    rows, notes = claim_rows(frame, test.get("select", {}))
-    if isinstance(rows, str):
-        return rows, notes
-    framework = STRATEGIES[strategy][0]
-    return rows[(rows["framework"] == framework) & (rows["world_size"].astype(int) > 1)], notes
+        return Selected(None, why=absent)
+    selected = claim_rows(frame, test.get("select", {}))
+    if selected.rows is None:
+        return selected
+    rows, framework = selected.rows, STRATEGIES[strategy][0]
+    return Selected(rows[(rows["framework"] == framework) & (rows["world_size"].astype(int) > 1)],
+                    selected.notes)
 
 
 def _unmeasured(rows: pd.DataFrame, needs: str, notes: list) -> dict:
@@ -77,10 +80,10 @@ def judge_strategies(strategies: pd.DataFrame | None, test: dict,
     expect = test["expect"]
     framework, pair = STRATEGIES[expect]
     other = next(names[framework] for name, names in STRATEGY_PAIRS.items() if name != pair)
-    rows, notes = claim_rows_of(strategies, test, expect,
-                                distributed_absent(trials, NO_STRATEGIES))
-    if isinstance(rows, str):
-        return not_measured(rows, notes)
+    selected = claim_rows_of(strategies, test, expect, distributed_absent(trials, NO_STRATEGIES))
+    if selected.rows is None:
+        return not_measured(selected.why, selected.notes)
+    rows, notes = selected.rows, selected.notes
     measured = rows[[not missing(v) for v in rows["ratio"]]]
     if measured.empty:
         return _unmeasured(rows, "no cell at two devices or more has ok trials of both "
@@ -102,9 +105,10 @@ def judge_scaling(scaling: pd.DataFrame | None, test: dict,
     (fwbench.analysis.scaling.scaling_efficiency) with its interval, near-linear when the whole
     interval is at or above the threshold there."""
     strategy = test["strategy"]
-    rows, notes = claim_rows_of(scaling, test, strategy, distributed_absent(trials, NO_SCALING))
-    if isinstance(rows, str):
-        return not_measured(rows, notes)
+    selected = claim_rows_of(scaling, test, strategy, distributed_absent(trials, NO_SCALING))
+    if selected.rows is None:
+        return not_measured(selected.why, selected.notes)
+    rows, notes = selected.rows, selected.notes
     rows = rows[[resolve_strategy(str(s), str(f)) == strategy
                  for s, f in zip(rows["strategy"], rows["framework"])]]
     measured = rows[[not missing(v) for v in rows["efficiency"]]]
@@ -121,3 +125,22 @@ def judge_scaling(scaling: pd.DataFrame | None, test: dict,
     return {"verdict": verdict, "notes": notes,
             "ours": "; ".join(texts) + f" (near-linear: the whole interval at or above "
                                        f"{fmt(threshold, 'setting')})"}
+
+
+def _distributed_hint(claim: dict, tables: Tables, least: int) -> str:
+    """Too few trials of a strategy in the rows a distributed claim was judged on."""
+    test = claim["test"]
+    if test["kind"] == "strategy_comparison":
+        frame, counts, strategy = tables.strategies, ["n_single", "n_multi"], test.get("expect")
+    else:
+        frame, counts, strategy = tables.scaling, ["n_baseline", "n_trials"], test.get("strategy")
+    return fewest(claim_rows_of(frame, test, strategy, "").rows, counts,
+                  "trials of a strategy", least)
+
+
+register("strategy_comparison",
+         lambda claim, tables, _: judge_strategies(tables.strategies, claim["test"],
+                                                   tables.trials), _distributed_hint)
+register("scaling",
+         lambda claim, tables, _: judge_scaling(tables.scaling, claim["test"], tables.trials),
+         _distributed_hint)

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fwbench.analysis.claims.kinds import register
+from fwbench.analysis.claims.rows import comparisons_hint, on_selected
 from fwbench.analysis.claims.wording import join, sig, unique
+from fwbench.plan.frameworks import COMPARED, opposite, per_side
 
 NORMALITY_TESTS = (("Kolmogorov-Smirnov", "as published"), ("Lilliefors", ""),
                    ("Shapiro-Wilk", ""))
@@ -91,9 +94,8 @@ def judge_telemetry(pairs: pd.DataFrame, claim: dict, trials: pd.DataFrame | Non
     if expect == "no_difference":
         verdict = "contradicted" if agree < n else "inconclusive"
     else:
-        opposite = "tensorflow_higher" if expect == "pytorch_higher" else "pytorch_higher"
-        verdict = ("confirmed" if agree == n else
-                   "contradicted" if outcomes.count(opposite) and not agree else "inconclusive")
+        verdict = ("confirmed" if agree == n else "contradicted"
+                   if outcomes.count(opposite(expect)) and not agree else "inconclusive")
     label = TELEMETRY_LABELS.get(column, column)
     return verdict, f"{label}, medians over trials: " + "; ".join(texts)
 
@@ -105,11 +107,11 @@ def _telemetry_outcomes(values: pd.DataFrame, column: str,
     outcomes, texts = [], []
     for pair_id, group in values[values[column].notna()].groupby("pair_id", sort=True):
         medians = group.groupby("framework")[column].median()
-        if not {"pytorch", "tensorflow"} <= set(medians.index):
+        if not set(COMPARED) <= set(medians.index):
             continue
-        pt, tf = float(medians["pytorch"]), float(medians["tensorflow"])
+        pt, tf = (float(medians[f]) for f in COMPARED)
         significant = decided.get(str(pair_id)) == "reject H0"
-        higher = "pytorch_higher" if pt > tf else "tensorflow_higher"
+        higher = per_side("{}_higher")[0 if pt > tf else 1]
         outcomes.append(higher if significant else "no_difference")
         texts.append(f"PyTorch {sig(pt)} against TensorFlow {sig(tf)} "
                      f"({'different' if significant else 'no significant difference'})")
@@ -142,3 +144,12 @@ def paired_tests(tests: pd.DataFrame, phase: str, metric: str) -> list[dict]:
             out.append({"at": at, "unit": UNITS[units], "units": units,
                         "n": int(float(row["n"])), "p": float(row["p"])})
     return out
+
+
+register("normality", on_selected(
+    "comparisons", lambda rows, _, tables, __: judge_normality(rows, tables.tests)),
+    comparisons_hint)
+register("telemetry", on_selected(
+    "comparisons",
+    lambda rows, claim, tables, _: judge_telemetry(rows, claim, tables.trials, tables.tests)),
+    comparisons_hint)

@@ -10,8 +10,9 @@ import math
 import pandas as pd
 
 from fwbench.analysis.claims.direction import judge_direction
+from fwbench.analysis.claims.kinds import Tables, register
 from fwbench.analysis.claims.numbers import fmt
-from fwbench.analysis.claims.rows import claim_rows, not_measured
+from fwbench.analysis.claims.rows import claim_rows, fewest, not_measured
 from fwbench.analysis.claims.wording import (
     PAIR_AXES,
     TRAINING_AXES,
@@ -27,6 +28,7 @@ from fwbench.analysis.claims.wording import (
 )
 from fwbench.analysis.estimators import hodges_lehmann
 from fwbench.plan.cells import REAL_DATA
+from fwbench.plan.frameworks import COMPARED, FASTER, opposite
 
 CONVERGENCE_PRESET = "presets/tian2020-convergence.yaml"
 # Per-trial values a claim may compare (kinds `higher` and `time_to_accuracy`).
@@ -78,18 +80,19 @@ def metric_format(column: str):
     return lambda value: fmt(value, "epochs")
 
 
-def judge_real_data(claim: dict, trials: pd.DataFrame | None, margin: float) -> dict:
+def judge_real_data(claim: dict, tables: Tables, margin: float) -> dict:
     """A claim judged on the ok trials of the real-data experiments (kinds ``first_epoch``,
     ``higher``, ``time_to_accuracy``); ``margin`` widens a published first-epoch ratio."""
     test = claim["test"]
-    trials = trials if trials is not None else pd.DataFrame()
+    trials = tables.trials if tables.trials is not None else pd.DataFrame()
     experiment = str(test.get("select", {}).get("experiment", "convergence"))
     frame = real_data_trials(trials, experiment)
     if frame.empty:
         return not_measured(no_real_data(trials, experiment), [])
-    rows, notes = claim_rows(frame, test.get("select", {}))
-    if isinstance(rows, str):
-        return not_measured(rows, notes)
+    selected = claim_rows(frame, test.get("select", {}))
+    if selected.rows is None:
+        return not_measured(selected.why, selected.notes)
+    rows, notes = selected.rows, selected.notes
     if test["kind"] == "first_epoch":
         verdict, ours = _judge_first_epoch(rows, claim, margin)
     else:
@@ -115,7 +118,7 @@ def _judge_first_epoch(rows: pd.DataFrame, claim: dict, margin: float) -> tuple[
     ratios = []
     for _, group in _pairs_of(rows, {"framework"}):
         pt, tf = (group.loc[group["framework"] == f, "cold_start_ns"].dropna().astype(float)
-                  for f in ("pytorch", "tensorflow"))
+                  for f in COMPARED)
         if pt.empty or tf.empty:
             continue
         hl = hodges_lehmann([math.log(v) for v in pt], [math.log(v) for v in tf])
@@ -204,7 +207,7 @@ def _judge_time_to_accuracy(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
                                 "(`data.target_accuracy`)")
     outcomes, texts = [], []
     for where, group in _pairs_of(rows, {"framework"}):
-        sides = {f: group[group["framework"] == f][column] for f in ("pytorch", "tensorflow")}
+        sides = {f: group[group["framework"] == f][column] for f in COMPARED}
         if any(s.empty for s in sides.values()):
             continue
         kind, said = _sooner(sides, metric_format(column))
@@ -213,9 +216,9 @@ def _judge_time_to_accuracy(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
     if not outcomes:
         return "not measured", ("not measured in this run: no cell has trials of both "
                                 "frameworks")
-    opposite = "tensorflow_faster" if expect == "pytorch_faster" else "pytorch_faster"
-    return _every_comparison(outcomes, expect, opposite), (f"{TRIAL_METRICS[column]} (target "
-                     f"{join(unique(rows, 'target_accuracy'))}): " + "; ".join(texts))
+    return _every_comparison(outcomes, expect, opposite(expect)), (
+        f"{TRIAL_METRICS[column]} (target {join(unique(rows, 'target_accuracy'))}): "
+        + "; ".join(texts))
 
 
 def _sooner(sides: dict, fmt) -> tuple[str, str]:
@@ -228,14 +231,33 @@ def _sooner(sides: dict, fmt) -> tuple[str, str]:
                      + (f", median {fmt(reached[f].median())}" if len(reached[f]) else "")
                      for f in sides)
     full = {f: len(reached[f]) == len(sides[f]) for f in sides}
+    first, second = COMPARED
     if all(full.values()):
-        hl = hodges_lehmann(reached["pytorch"], reached["tensorflow"])
-        kind = _shift_direction(hl, "tensorflow_faster", "pytorch_faster")
-        said += f"; PyTorch − TensorFlow {_shift_text(hl, fmt)}"
-    elif full["pytorch"] and reached["tensorflow"].empty:
-        kind = "pytorch_faster"
-    elif full["tensorflow"] and reached["pytorch"].empty:
-        kind = "tensorflow_faster"
+        hl = hodges_lehmann(*(reached[f] for f in COMPARED))
+        kind = _shift_direction(hl, *reversed(FASTER))
+        said += f"; {' − '.join(label(f) for f in COMPARED)} {_shift_text(hl, fmt)}"
+    elif full[first] and reached[second].empty:
+        kind = FASTER[0]
+    elif full[second] and reached[first].empty:
+        kind = FASTER[1]
     else:
         kind = "inconclusive"
     return kind, said
+
+
+def _real_data_hint(claim: dict, tables: Tables, least: int) -> str:
+    """Too few ok trials in a cell the claim was judged on."""
+    if tables.trials is None:
+        return ""
+    select = claim["test"].get("select", {})
+    frame = real_data_trials(tables.trials, str(select.get("experiment", "convergence")))
+    rows = claim_rows(frame, select).rows if len(frame) else None
+    if rows is None or "cell_id" not in rows:
+        return ""
+    return fewest(rows.groupby("cell_id").size().rename("n").to_frame(), ["n"],
+                  "ok trials in a cell", least)
+
+
+register("first_epoch", judge_real_data, _real_data_hint)
+register("higher", judge_real_data, _real_data_hint)
+register("time_to_accuracy", judge_real_data, _real_data_hint)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import pandas as pd
 
+from fwbench.analysis.claims.kinds import Judge, Tables
 from fwbench.analysis.claims.wording import flag, join, missing, setting, unique
 
 
@@ -29,23 +32,35 @@ def _plan(statistics: dict | None, key: str):
     return load_schema()["properties"]["statistics"]["properties"][key]["default"]
 
 
-def claim_rows(frame: pd.DataFrame, select: dict):
-    """The rows a claim selects, or the reason there are none; notes on how they were chosen."""
+@dataclass(frozen=True)
+class Selected:
+    """The rows a claim selects (None when there are none, and ``why``), and notes on how they
+    were chosen."""
+
+    rows: pd.DataFrame | None
+    notes: list[str] = field(default_factory=list)
+    why: str = ""
+
+
+def claim_rows(frame: pd.DataFrame, select: dict) -> Selected:
+    """The rows of ``frame`` a claim selects (``select``: its axis values), or why there are
+    none; notes on how they were chosen."""
     if frame.empty:
-        return "the statistics hold no rows", []
+        return Selected(None, why="the statistics hold no rows")
     for axis, wanted in select.items():
         values = [str(v) for v in (wanted if isinstance(wanted, list) else [wanted])]
         have = unique(frame, axis)
         if not set(values) & set(have):
             if axis == "device":  # "on the GPU", as prose names a device
                 measured = join(setting({axis: v}) for v in have) or "nothing"
-                return (f"it has no pair {' or '.join(setting({axis: v}) for v in values)} "
-                        f"(this run measured {measured})"), []
-            return (f"it has no pair with {axis.replace('_', ' ')} {' or '.join(values)} "
-                    f"(this run measured {join(have) or 'none'})"), []
+                return Selected(None, why=f"it has no pair "
+                                f"{' or '.join(setting({axis: v}) for v in values)} "
+                                f"(this run measured {measured})")
+            return Selected(None, why=f"it has no pair with {axis.replace('_', ' ')} "
+                            f"{' or '.join(values)} (this run measured {join(have) or 'none'})")
         frame = frame[frame[axis].astype(str).isin(values)]
     if frame.empty:
-        return "no pair has every selected setting at once", []
+        return Selected(None, why="no pair has every selected setting at once")
     notes = []
     if "profile" in frame:
         if (frame["profile"] == "defaults").any():
@@ -55,7 +70,26 @@ def claim_rows(frame: pd.DataFrame, select: dict):
                          "and the paper ran each framework's defaults.")
     if "device" not in select and "device" in frame:
         notes.append(f"Measured on: {join(unique(frame, 'device'))}.")
-    return frame, notes
+    return Selected(frame, notes)
+
+
+def on_selected(table: str, judge_rows) -> Judge:
+    """The judge of a kind that reads the rows of ``table`` (``comparisons``, ``cell_stats``)
+    its claim selects: ``judge_rows(rows, claim, tables, margin)`` gives (verdict, ours); with
+    no rows, the claim was not measured."""
+    def judge(claim: dict, tables: Tables, margin: float) -> dict:
+        selected = claim_rows(getattr(tables, table), claim["test"].get("select", {}))
+        if selected.rows is None:
+            return not_measured(selected.why, selected.notes)
+        verdict, ours = judge_rows(selected.rows, claim, tables, margin)
+        return {"verdict": verdict, "ours": ours, "notes": selected.notes}
+    return judge
+
+
+def comparisons_hint(claim: dict, tables: Tables, least: int) -> str:
+    """The hint of a kind judged on comparisons: how many of those it selects are exploratory."""
+    return hint_from_comparisons(claim_rows(tables.comparisons,
+                                            claim["test"].get("select", {})).rows)
 
 
 def not_measured(why: str, notes: list) -> dict:
@@ -66,7 +100,7 @@ def not_measured(why: str, notes: list) -> dict:
 
 def hint_from_comparisons(rows) -> str:
     """How many of the comparisons with a ratio the statistics mark exploratory, and why."""
-    if isinstance(rows, str) or "exploratory" not in rows:
+    if rows is None or "exploratory" not in rows:
         return ""
     rated = rows[[not missing(r) for r in rows["ratio"]]] if "ratio" in rows else rows
     hints = rated[[flag(v) for v in rated["exploratory"]]]
@@ -81,7 +115,7 @@ def hint_from_comparisons(rows) -> str:
 def fewest(rows, columns: list[str], what: str, least: int) -> str:
     """"" when every row has at least ``least`` (``min_trials``) in each count column, else
     why."""
-    if isinstance(rows, str) or rows is None or rows.empty:
+    if rows is None or rows.empty:
         return ""
     counts = [pd.to_numeric(rows[c], errors="coerce") for c in columns if c in rows]
     if not counts:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import pandas as pd
 
 from fwbench.analysis.claims.numbers import fmt
+from fwbench.plan import frameworks
 
-FRAMEWORK_LABELS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
-OUTCOME_LABELS = {"pytorch_faster": "PyTorch faster", "tensorflow_faster": "TensorFlow faster",
+FRAMEWORK_LABELS = frameworks.each("label")
+FASTER = frameworks.FASTER
+OUTCOME_LABELS = {**{verdict: f"{FRAMEWORK_LABELS[side]} faster"
+                     for verdict, side in zip(FASTER, frameworks.COMPARED)},
                   "equivalent": "equivalent", "inconclusive": "inconclusive"}
 
 DEVICE_NAMES = {"cuda": "GPU", "cpu": "CPU"}
@@ -49,7 +52,7 @@ def is_exploratory(row) -> bool:
 
 
 def outcome(row) -> str:
-    """The direction a comparison row supports (ratio > 1: PyTorch slower).
+    """The direction a comparison row supports (ratio > 1: the first side, PyTorch, slower).
 
     The statistics' verdict decides when it is one of ``OUTCOME_LABELS``; for tables without
     one, an interval that excludes 1 decides, else ``inconclusive``.
@@ -62,12 +65,12 @@ def outcome(row) -> str:
         return "equivalent"
     low, high = row.get("ratio_ci_low"), row.get("ratio_ci_high")
     if not missing(high) and float(high) < 1:
-        return "pytorch_faster"
+        return FASTER[0]
     if not missing(low) and float(low) > 1:
-        return "tensorflow_faster"
-    for key in ("pytorch", "tensorflow"):
-        if f"{key} faster" in verdict or f"{key}_faster" in verdict:
-            return f"{key}_faster"
+        return FASTER[1]
+    for key, faster in zip(frameworks.COMPARED, FASTER):
+        if f"{key} faster" in verdict or faster in verdict:
+            return faster
     return "inconclusive"
 
 

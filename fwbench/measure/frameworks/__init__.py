@@ -5,25 +5,18 @@ from __future__ import annotations
 import importlib
 
 from fwbench.errors import FwbenchError
-
-_BACKENDS = {
-    "pytorch": ("fwbench.measure.frameworks.pytorch", "PyTorchBackend", "torch torchvision"),
-    "tensorflow": ("fwbench.measure.frameworks.tensorflow", "TensorFlowBackend",
-                   "tensorflow keras"),
-}
+from fwbench.plan import frameworks
 
 
 def get_backend(name: str):
-    """The backend class for ``name``; says what to install when the framework is missing."""
-    try:
-        module, cls, packages = _BACKENDS[name]
-    except KeyError:
-        raise FwbenchError(f"unknown framework {name!r}; known: {', '.join(_BACKENDS)}") from None
+    """The backend class for ``name`` (fwbench.plan.frameworks); says what to install when the
+    framework is missing."""
+    framework = frameworks.get(name)
+    module, cls = framework.backend.split(":")
     try:
         return getattr(importlib.import_module(module), cls)
     except ModuleNotFoundError as exc:
-        if (exc.name or "").split(".")[0] not in packages.split():
+        if (exc.name or "").split(".")[0] not in framework.imports:
             raise
-        raise FwbenchError(
-            f"framework {name!r} is not installed ({exc.name} missing): pip install {packages}"
-        ) from None
+        raise FwbenchError(f"framework {name!r} is not installed ({exc.name} missing): "
+                           f"pip install {' '.join(framework.packages)}") from None

@@ -11,6 +11,7 @@ from pathlib import Path
 from matplotlib import rc_context
 
 from fwbench.analysis.claims import published as paper_values
+from fwbench.plan.frameworks import COMPARED
 from fwbench.report.figures import style
 
 # Axes that tell training results apart: a pair's, but the phase (always train).
@@ -66,7 +67,7 @@ def epoch_times(summary, folder: Path, *, key: str, title: str, source=None, abs
             unit, scale = _time_unit(part["high"].tolist() + part["median"].tolist()
                                      + [paper_values.bounds(v)[1] for b in beside for v in b])
             for (_, row), values in zip(part.iterrows(), beside):
-                offset = -0.2 if row["framework"] == "pytorch" else 0.2
+                offset = -0.2 if row["framework"] == COMPARED[0] else 0.2
                 x = position[tuple(map(str, row[axes]))] + offset
                 for value in values:
                     ax.plot([x], [paper_values.bounds(value)[0] / scale], "D", markersize=4,
@@ -137,7 +138,7 @@ def _published_ratios(ax, part, axes: list[str], position: dict, values) -> list
             low, high = ax.get_ylim()
             ax.set_ylim(low, high + 0.45 * (high - low))  # room above the bars
         medians = dict(zip(group["framework"].astype(str), group["median"]))
-        pt, tf = (medians.get(f) for f in ("pytorch", "tensorflow"))
+        pt, tf = (medians.get(f) for f in COMPARED)
         ours = ("n/a" if style.missing(pt) or style.missing(tf) or not tf
                 else style.fmt(float(pt) / float(tf), "ratio"))
         lines = [f"ours {ours}", *(f"published {paper_values.text(v)}" for v in stated)]
@@ -223,7 +224,7 @@ def confusion_matrices(confusion, folder: Path, *, key: str, title: str, which: 
     each true class's count, shaded with the share printed in each cell."""
     if confusion is None or confusion.empty:
         return style.Figure(key, title, "", source=source, reason=f"Not drawn: {absent}.")
-    frameworks = [f for f in ("pytorch", "tensorflow") if f in set(confusion["framework"])]
+    frameworks = [f for f in COMPARED if f in set(confusion["framework"])]
     with rc_context(style.RC):
         fig = style.new_figure(6.8, 3.6)
         panels = fig.subplots(1, len(frameworks), squeeze=False)[0]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
+from fwbench.plan.frameworks import COMPARED
 from fwbench.report.figures import style
 
 # --- box plots of per-trial times (florencio2019 Fig. 4 and 5) -----------------------------
@@ -40,7 +41,7 @@ def trial_boxplots(trials, folder: Path, *, key: str, title: str, select: dict, 
     with rc_context(style.RC):
         fig = style.new_figure(3.3, 2.4)
         ax = fig.add_subplot()
-        names = [f for f in ("tensorflow", "pytorch") if f in set(frame["framework"])]
+        names = [f for f in reversed(COMPARED) if f in set(frame["framework"])]
         data = [values[frame["framework"] == f] for f in names]
         box = ax.boxplot(data, tick_labels=[style.FRAMEWORK_LABELS[f] for f in names],
                          patch_artist=True, widths=0.5, medianprops={"color": "black"})

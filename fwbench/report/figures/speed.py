@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import rc_context
 
+from fwbench.plan.frameworks import COMPARED, FASTER
 from fwbench.report.figures import style
 
 # Axes besides model and batch size that split the heatmap into panels.
@@ -217,8 +218,8 @@ def _colour_map():
     from matplotlib.colors import LinearSegmentedColormap
 
     return LinearSegmentedColormap.from_list(
-        "fwbench_ratio", [style.FRAMEWORK_COLOURS["pytorch"], "#ffffff",
-                          style.FRAMEWORK_COLOURS["tensorflow"]])
+        "fwbench_ratio", [style.FRAMEWORK_COLOURS[COMPARED[0]], "#ffffff",
+                          style.FRAMEWORK_COLOURS[COMPARED[1]]])
 
 
 def _draw_heatmap(ax, part: pd.DataFrame, models: list[str], span: float, failures: dict):
@@ -234,9 +235,9 @@ def _draw_heatmap(ax, part: pd.DataFrame, models: list[str], span: float, failur
                     va="center", fontsize=5.5, color="#444444")
             continue
         verdict = str(row.get("verdict")) if not style.is_exploratory(row) else "exploratory"
-        decided = verdict in ("pytorch_faster", "tensorflow_faster", "equivalent")
+        decided = verdict in (*FASTER, "equivalent")
         # Coloured only where the statistics say which is faster: a colour reads as a winner.
-        faster = verdict in ("pytorch_faster", "tensorflow_faster")
+        faster = verdict in FASTER
         grid[i, j] = math.log(float(ratio)) if faster else 0.0   # log PyTorch / TensorFlow
         ax.text(j, i, style.fmt(ratio, "ratio_cell"), ha="center", va="center", fontsize=6.5,
                 fontweight="bold" if decided else "normal")

@@ -33,6 +33,7 @@ from fwbench.analysis.claims.wording import (  # noqa: E402,F401
     outcome,
 )
 from fwbench.analysis.tables import AXIS_DEFAULTS  # noqa: E402
+from fwbench.plan import frameworks  # noqa: E402
 from fwbench.report.formatting import count  # noqa: E402
 
 RC = {
@@ -51,15 +52,17 @@ RC = {
 SVG_METADATA = {"Date": None}
 
 # One colour per outcome and per framework, the same in every figure (colour-blind safe).
-OUTCOME_COLOURS = {"pytorch_faster": "#d55e00", "tensorflow_faster": "#0072b2",
+FRAMEWORK_COLOURS = frameworks.each("colour")
+OUTCOME_COLOURS = {**{verdict: FRAMEWORK_COLOURS[side]
+                      for verdict, side in zip(frameworks.FASTER, frameworks.COMPARED)},
                    "equivalent": "#009e73", "inconclusive": "#7f7f7f"}
-FRAMEWORK_COLOURS = {"pytorch": "#d55e00", "tensorflow": "#0072b2"}
 
 # Panels a multi-panel figure draws at most; its table has every row.
 MAX_PANELS = 6
 
-# Each pair's row of a per-cell figure: PyTorch's point just above TensorFlow's.
-FRAMEWORK_OFFSETS = (("pytorch", -0.17), ("tensorflow", 0.17))
+# Each pair's row of a per-cell figure: the first side's point (PyTorch's) just above the
+# second's.
+FRAMEWORK_OFFSETS = tuple(zip(frameworks.COMPARED, (-0.17, 0.17)))
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
+from fwbench.plan.frameworks import COMPARED
 from fwbench.report.figures import style
 
 CATEGORY_COLOURS = {"convolution": "#0072b2", "matmul": "#56b4e9", "normalization": "#009e73",
@@ -87,7 +88,7 @@ def _draw_waterfall(ax, group) -> None:
             bottom, top = level, level - value
             err = (level - high, level - low)
             lowers = value > 0
-            colour = style.FRAMEWORK_COLOURS["pytorch" if lowers else "tensorflow"]
+            colour = style.FRAMEWORK_COLOURS[COMPARED[0 if lowers else 1]]
             label = "matching lowers the ratio" if lowers else "matching raises the ratio"
             level = top
         ax.bar(x, math.exp(top) - math.exp(bottom), bottom=math.exp(bottom), width=0.6,
@@ -148,11 +149,11 @@ def time_breakdown(profiles, folder: Path, *, key="time_breakdown",
 def _draw_breakdown(ax, ok, shown: list[str], medians: dict) -> None:
     """One row per pair in ``shown``: each framework's step as stacked bars per operator class,
     in milliseconds (``medians``: the cells' median step times, where known)."""
-    from fwbench.measure.profiling import CATEGORIES, CATEGORY_LABELS
+    from fwbench.measure.trace import CATEGORIES, CATEGORY_LABELS
 
     labels, seen = [], set()
     for y, pair in enumerate(shown):
-        for framework, offset in (("pytorch", -0.19), ("tensorflow", 0.19)):
+        for framework, offset in zip(COMPARED, (-0.19, 0.19)):
             part = ok[(ok["pair_id"].astype(str) == pair) & (ok["framework"] == framework)]
             if part.empty:
                 continue

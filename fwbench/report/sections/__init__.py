@@ -18,4 +18,51 @@ them (``figures``).
     audit              Appendix A: the version audit
     failures           Appendix B: every trial that did not end ok
     hypothesis_tests   Appendix C: every hypothesis test
+
+Results' subsections that a run shows only when it has something to show (why, accuracy,
+distributed, memory, latency, origins) declare themselves: each module's ``SUBSECTION`` gives
+its key (its context's and its template block's), title, place, context, figures and when it is
+shown, and the outline, the context, the figures and the template read them
+(``results_subsections``). Adding one is two files: its module and its template block.
 """
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fwbench.report.figures.style import Figure
+    from fwbench.report.inputs import Inputs
+    from fwbench.report.tables import Numbering
+
+
+@dataclass(frozen=True)
+class Subsection:
+    """A subsection of Results shown only when ``shown(context)`` (the whole context, its
+    figures numbered); placed by ``order`` among the others."""
+
+    key: str
+    title: str
+    order: int
+    context: Callable[[Numbering, Inputs], dict]
+    shown: Callable[[dict], bool]
+    figures: Callable[[Inputs, Path], dict[str, Figure]] | None = None
+
+
+@cache
+def results_subsections() -> tuple[Subsection, ...]:
+    """Every module of this package that declares a ``SUBSECTION``, in order."""
+    found = [getattr(importlib.import_module(f"{__name__}.{module.name}"), "SUBSECTION", None)
+             for module in pkgutil.iter_modules(__path__)]
+    return tuple(sorted((s for s in found if s), key=lambda s: s.order))
+
+
+def drawn(context: dict, *keys: str) -> bool:
+    """Whether any of the figures ``keys`` was drawn (it has a number)."""
+    return any(context["figures"][key]["number"] for key in keys)

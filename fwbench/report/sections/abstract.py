@@ -7,6 +7,7 @@ import pandas as pd
 
 from fwbench.analysis.claims import VERDICTS, wording
 from fwbench.analysis.controls import passed as control_passed
+from fwbench.plan.frameworks import FASTER
 from fwbench.report.inputs import Inputs
 from fwbench.report.sections import machine
 from fwbench.report.sections.reproduction import tally
@@ -36,8 +37,8 @@ def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures:
                   else f"ranged from {named['low']} to {named['high']}")
         out.append(
             f"PyTorch's time divided by TensorFlow's {spread}. PyTorch was faster in "
-            f"{kinds.count('pytorch_faster')} of {wording.count(len(kinds), 'matched pair')}, "
-            f"TensorFlow in {kinds.count('tensorflow_faster')}; "
+            f"{kinds.count(FASTER[0])} of {wording.count(len(kinds), 'matched pair')}, "
+            f"TensorFlow in {kinds.count(FASTER[1])}; "
             f"{kinds.count('equivalent')} were equivalent and "
             f"{kinds.count('inconclusive')} inconclusive"
             + _exploratory_clause(rated) + "." + _family_clause(rated))

@@ -13,6 +13,7 @@ from fwbench.analysis.estimators import median_ci
 from fwbench.plan.cells import REAL_DATA
 from fwbench.report import formatting, tables
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import Subsection
 
 
 def context(numbering: tables.Numbering, data: Inputs) -> dict:
@@ -154,3 +155,7 @@ def accuracy_table(numbering: tables.Numbering, data: Inputs) -> dict:
                         + [header for _, header in columns], rows, notes,
                         f"No accuracy was measured: {no_real_data(data.trials)}.",
                         classes=[""] * (len(axes) + 1) + ["num"] * (1 + len(columns)))
+
+
+SUBSECTION = Subsection(key="accuracy", title="Accuracy and convergence", order=20,
+                        context=context, shown=lambda c: bool(c["accuracy"]["table"]["number"]))

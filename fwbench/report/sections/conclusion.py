@@ -10,6 +10,7 @@ import pandas as pd
 from fwbench.analysis.claims import wording
 from fwbench.analysis.controls import passed as control_passed
 from fwbench.analysis.gate import failures
+from fwbench.plan.frameworks import FASTER
 from fwbench.report.inputs import Inputs
 from fwbench.report.sections import machine
 from fwbench.report.sections.preliminary import is_preliminary
@@ -44,7 +45,7 @@ def _preliminary(gate: pd.DataFrame) -> str:
 def _shows(rated: pd.DataFrame, trials: pd.DataFrame) -> str:
     """Each decided comparison, grouped by its verdict, with its ratio."""
     groups, also = [], wording.telling_apart(rated)
-    for verdict in ("pytorch_faster", "tensorflow_faster", "equivalent", "inconclusive"):
+    for verdict in wording.OUTCOME_LABELS:
         rows = rated[rated["verdict"] == verdict]
         if len(rows) > LISTED:  # a count and a range, not a list the reader cannot hold
             groups.append(f"{wording.OUTCOME_LABELS[verdict]} in {len(rows)} comparisons "
@@ -65,11 +66,11 @@ def _would_change(rated: pd.DataFrame, controls: pd.DataFrame) -> str:
     """What would change a verdict: the "faster" verdict whose interval stops nearest to 1,
     another processor, and the controls' own check."""
     text = ""
-    faster = rated[rated["verdict"].isin(["pytorch_faster", "tensorflow_faster"])]
+    faster = rated[rated["verdict"].isin(FASTER)]
     if len(faster):
         # the bound of each interval nearest to 1, and how far it lies from 1 on the log scale
-        pytorch = faster["verdict"] == "pytorch_faster"
-        bound = faster["ratio_ci_high"].where(pytorch, faster["ratio_ci_low"]).astype(float)
+        below = faster["verdict"] == FASTER[0]
+        bound = faster["ratio_ci_high"].where(below, faster["ratio_ci_low"]).astype(float)
         nearest = faster.loc[bound.map(math.log).abs().idxmin()]
         near = float(bound[nearest.name])
         side = "below" if near < 1 else "above"

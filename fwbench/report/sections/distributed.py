@@ -22,6 +22,7 @@ from fwbench.report.figures import scaling as scaling_figures
 from fwbench.report.figures.scaling import DISTRIBUTED_AXES
 from fwbench.report.figures.style import Figure
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import Subsection, drawn
 
 
 def context(numbering: tables.Numbering, data: Inputs) -> dict:
@@ -113,3 +114,10 @@ def strategy_table(numbering: tables.Numbering, data: Inputs) -> dict:
                            "Samples/s, single", "Ratio", "Interval", "Faster"],
                         rows, notes, f"No strategy comparison: {absent}.",
                         classes=[""] * (len(axes) + 1) + ["num", ""] + ["num"] * 4 + [""])
+
+
+SUBSECTION = Subsection(
+    key="distributed", title="Beyond one device: scaling and strategies", order=30,
+    context=context, figures=figures,
+    shown=lambda c: (drawn(c, "scaling") or bool(c["distributed"]["scaling"]["number"])
+                     or bool(c["distributed"]["strategies"]["number"])))

@@ -11,6 +11,7 @@ from fwbench.report.figures import usage
 from fwbench.report.figures.style import Figure
 from fwbench.report.formatting import Notes, cell_text, fmt
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import Subsection, drawn
 
 
 def context(numbering: tables.Numbering, data: Inputs) -> dict:
@@ -69,3 +70,8 @@ def _levels(frame) -> str:
     """The bootstrap intervals' coverage as the statistics recorded it ("95 % "), else ""."""
     levels = [wording.percent(v) for v in wording.unique(frame, "ci_level")]
     return f"{wording.join(levels)} " if levels else ""
+
+
+SUBSECTION = Subsection(
+    key="latency", title="Latency", order=50, context=context, figures=figures,
+    shown=lambda c: bool(c["latency"]["table"]["number"]) or drawn(c, "latency"))

@@ -7,11 +7,13 @@ from pathlib import Path
 
 from fwbench.analysis.claims import wording
 from fwbench.analysis.memory import CONSTANT_SHARE_OF_MARGIN, METRICS
+from fwbench.plan.frameworks import COMPARED, per_side
 from fwbench.report import formatting, tables
 from fwbench.report.figures import usage
 from fwbench.report.figures.style import Figure
 from fwbench.report.formatting import fmt
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import Subsection, drawn
 
 
 def context(numbering: tables.Numbering, data: Inputs) -> dict:
@@ -46,7 +48,8 @@ MIB = 2**20
 
 PEAK_NAMES = {"peak_rss_bytes": "RSS", "device_peak_bytes": "device"}
 
-MEMORY_VERDICTS = {"pytorch_less": "PyTorch less", "tensorflow_less": "TensorFlow less"}
+MEMORY_VERDICTS = {verdict: f"{wording.FRAMEWORK_LABELS[side]} less"
+                   for verdict, side in zip(per_side("{}_less"), COMPARED)}
 
 
 def _mib(value) -> str:
@@ -132,3 +135,8 @@ def _memory_verdict(row, notes: formatting.Notes):
     for name, shown in MEMORY_VERDICTS.items():
         said = said.replace(name, shown) if isinstance(said, str) else said
     return said
+
+
+SUBSECTION = Subsection(
+    key="memory", title="Memory", order=40, context=context, figures=figures,
+    shown=lambda c: bool(c["memory"]["table"]["number"]) or drawn(c, "memory"))

@@ -11,6 +11,7 @@ from fwbench.analysis.origins import HETEROGENEITY_ALPHA, origins, pooled_compar
 from fwbench.report import tables
 from fwbench.report.formatting import Notes, fmt, interval_text, verdict_text
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import Subsection
 
 
 def context(numbering: tables.Numbering, data: Inputs) -> dict:
@@ -120,3 +121,7 @@ def _everywhere(pooled: pd.DataFrame, first: pd.DataFrame) -> dict:
             same.append(f"{name} ({wording.OUTCOME_LABELS[str(pair['verdict'])]})")
     return {"same": wording.join(same), "differ": wording.join(differ),
             "n_same": len(same), "n_differ": len(differ)}
+
+
+SUBSECTION = Subsection(key="origins", title="Per machine", order=60, context=context,
+                        shown=lambda c: c["origins"]["shown"])

@@ -11,10 +11,12 @@ import pandas as pd
 
 from fwbench.analysis.ablation import GROUP
 from fwbench.analysis.claims import wording
+from fwbench.plan.frameworks import COMPARED, per_side
 from fwbench.report.figures import why as why_figures
 from fwbench.report.figures.style import Figure
 from fwbench.report.formatting import Notes, cell_text, fmt, interval_text
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import Subsection, drawn
 from fwbench.report.tables import Numbering, table
 
 
@@ -111,7 +113,7 @@ def gap_table(numbering: Numbering, data: Inputs) -> dict:
                                   f"{wording.sig(first['baseline_ratio'])} {interval}"})
             for _, r in group.iterrows():
                 rows.append([
-                    r["counterfactual"], f"{r['pytorch_mode']} / {r['tensorflow_mode']}",
+                    r["counterfactual"], " / ".join(str(r[c]) for c in per_side("{}_mode")),
                     wording.sig(r["ratio"]),
                     interval_text(r, "ratio_ci_low", "ratio_ci_high", notes, "no interval"),
                     fmt(r["gap_closed"], "share"),
@@ -317,10 +319,10 @@ def _profile_sentences(profiles, ident, rows) -> list[str]:
         cell = p[(p["profile"] == point["profile"]) & (p["mode"] == point["mode"])
                  & (p["precision"] == point["precision"])]
         sides = {fw: cell[cell["framework"] == fw].set_index("category")
-                 for fw in ("pytorch", "tensorflow")}
+                 for fw in COMPARED}
         if any(s.empty for s in sides.values()):
             continue
-        pt, tf = sides["pytorch"], sides["tensorflow"]
+        pt, tf = sides.values()
         diff = (pt["ns_per_step"] - tf["ns_per_step"]).dropna()
         biggest = diff.abs().sort_values(ascending=False).index[:2]
         where = "; ".join(
@@ -352,3 +354,11 @@ def _gap_test_sentences(gaps, ident) -> list[str]:
         out.append(f"patel2023's explanation at {profile} (baseline PyTorch eager against "
                    f"TensorFlow tf.function, ratio {_r(first['baseline_ratio'])}): {tested}.")
     return out
+
+
+SUBSECTION = Subsection(
+    key="why", title="Why: factors, and where the time goes", order=10, context=context,
+    figures=figures,
+    shown=lambda c: (bool(c["why"]["experiments"]) or drawn(c, "ablation_waterfall",
+                                                            "time_breakdown")
+                     or bool(c["why"]["gaps"]["number"])))

@@ -2,7 +2,7 @@
 
 The mirror image of frameworks/tensorflow/profiler.py: ``capture`` runs the steps under the
 profiler, each inside a ``fwbench_step`` annotation that ends with a synchronization, writes the
-Chrome trace to a temporary folder, and turns its events into ``fwbench.measure.profiling.Span``s.
+Chrome trace to a temporary folder, and turns its events into ``fwbench.measure.trace.Span``s.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from fwbench.measure.profiling import STEP_NAME, Span, Trace
+from fwbench.measure.trace import STEP_NAME, Span, Trace
 
 # Host-side framework code recorded as CPU operators: the autograd engine's bookkeeping and
 # torch.compile's runtime wrappers. Their own time is host overhead; the operators they call

@@ -4,7 +4,7 @@ framework-neutral trace.
 The mirror image of frameworks/pytorch/profiler.py: ``capture`` runs the steps under the
 profiler, each inside a ``fwbench_step`` trace annotation that ends with a synchronization, lets
 the profiler write its XSpace (``*.xplane.pb``) to a temporary folder, and turns its events into
-``fwbench.measure.profiling.Span``s.
+``fwbench.measure.trace.Span``s.
 
 Which XSpace events are operators: a graph operator executed by tf.function runs as an event named
 ``<node name>:<op type>`` on a compute thread; an eager operator runs as ``KernelAndDevice…::Run``
@@ -21,7 +21,7 @@ import re
 
 import tensorflow as tf
 
-from fwbench.measure.profiling import STEP_NAME, Span, Trace
+from fwbench.measure.trace import STEP_NAME, Span, Trace
 
 _GRAPH_OP = re.compile(r"^[^\s:]+:([A-Za-z_][A-Za-z0-9_]*)$")
 _EAGER_KERNEL = re.compile(r"^KernelAndDevice\w*::Run$")
