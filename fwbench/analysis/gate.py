@@ -209,10 +209,21 @@ def headline(comparisons: pd.DataFrame, statistics: dict | None = None
                       f"Every headline comparison is decided, or undecided with the power the "
                       f"plan promised ({count(len(comparisons), 'comparison')}: "
                       + "; ".join(why for _, why in powered) + ")."]
-    return False, [f"The comparison of {_name(row, 'pair_id')} "
-                   + (f"reads {OUTCOME_LABELS.get(row.verdict, row.verdict)} only as a hint "
-                      "(exploratory)" if row.verdict in DECIDED else f"is {row.verdict}")
-                   + f": {why}." for row, why in failed]
+    # One reason per state and cause, naming every comparison it holds for: a plan without a
+    # sizing rule gives every undecided comparison the same cause.
+    named: dict[tuple[str, str], list[str]] = {}
+    for row, why in failed:
+        named.setdefault((row.verdict, why), []).append(_name(row, "pair_id"))
+    return False, [f"The comparison{'s' if len(names) > 1 else ''} of {join(names)} "
+                   + _state(verdict, len(names) > 1) + f": {why}."
+                   for (verdict, why), names in named.items()]
+
+
+def _state(verdict: str, plural: bool) -> str:
+    if verdict in DECIDED:
+        return (f"read{'' if plural else 's'} {OUTCOME_LABELS.get(verdict, verdict)} only as a "
+                "hint (exploratory)")
+    return f"{'are' if plural else 'is'} {verdict}"
 
 
 def _powered(row, rule: dict | None, statistics: dict | None) -> tuple[bool, str]:
