@@ -84,14 +84,15 @@ def judge_batch_trend(rows: pd.DataFrame, claim: dict) -> tuple[str, str]:
                      f"({falls} of {n} fall, {rises} rise)")
 
 
+# Without the trend tests: the cells' intervals.
+_trend_from_cells = on_selected("cell_stats",
+                                lambda rows, claim, *_: judge_batch_trend(rows, claim))
+
+
 def _judge_trend(claim: dict, tables: Tables, margin: float) -> dict:
     """The trend tests where the statistics ran them, else the cells' intervals."""
     from_tests = trend_from_tests(tables.tests) if tables.tests is not None else None
     return from_tests or _trend_from_cells(claim, tables, margin)
-
-
-_trend_from_cells = on_selected("cell_stats",
-                                lambda rows, claim, *_: judge_batch_trend(rows, claim))
 
 
 def _tests_hint(tests: pd.DataFrame | None, prefix: str, least: int) -> str | None:

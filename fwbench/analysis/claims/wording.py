@@ -13,9 +13,8 @@ from fwbench.analysis.claims.numbers import fmt
 from fwbench.plan import frameworks
 
 FRAMEWORK_LABELS = frameworks.each("label")
-FASTER = frameworks.FASTER
 OUTCOME_LABELS = {**{verdict: f"{FRAMEWORK_LABELS[side]} faster"
-                     for verdict, side in zip(FASTER, frameworks.COMPARED)},
+                     for verdict, side in zip(frameworks.FASTER, frameworks.COMPARED)},
                   "equivalent": "equivalent", "inconclusive": "inconclusive"}
 
 DEVICE_NAMES = {"cuda": "GPU", "cpu": "CPU"}
@@ -65,10 +64,10 @@ def outcome(row) -> str:
         return "equivalent"
     low, high = row.get("ratio_ci_low"), row.get("ratio_ci_high")
     if not missing(high) and float(high) < 1:
-        return FASTER[0]
+        return frameworks.FASTER[0]
     if not missing(low) and float(low) > 1:
-        return FASTER[1]
-    for key, faster in zip(frameworks.COMPARED, FASTER):
+        return frameworks.FASTER[1]
+    for key, faster in zip(frameworks.COMPARED, frameworks.FASTER):
         if f"{key} faster" in verdict or faster in verdict:
             return faster
     return "inconclusive"
