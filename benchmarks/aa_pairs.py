@@ -48,7 +48,7 @@ def cells(plan: Plan, only: list[str]) -> dict[str, dict]:
         cell = trial.cell
         if cell.experiment == "throughput" and cell.device == "cpu" and (
                 not only or any(part in cell.id for part in only)):
-            chosen.setdefault(cell.id, plan.trial_settings(trial))
+            chosen.setdefault(cell.id, plan.trial_settings(trial).to_dict())
     return chosen
 
 

@@ -151,13 +151,13 @@ def alternate(settings: dict, peer_first: bool) -> list[list[float]]:
     """[fwbench, peer] seconds per step of each window pair, both sides built in this process
     (fwbench's first, as its trial would be: confined before any framework starts a thread)."""
     from fwbench.measure.child import load_backend, start
-    from fwbench.measure.harness import measure
+    from fwbench.measure.harness import measure, trial_schedule
     from fwbench.measure.trial import with_warmup
 
     checked = with_warmup(start(settings))  # the thread variables, before any framework import
     backend, _ = load_backend(checked)
     step = backend.step()
-    schedule = checked.schedule()
+    schedule = trial_schedule(checked)
 
     def ours() -> float:
         nonlocal schedule
@@ -198,7 +198,7 @@ def cells_to_time(plan: Plan, only: list[str]) -> dict[Cell, dict]:
             continue
         if only and not any(part in cell.id for part in only):
             continue
-        chosen[cell] = {**plan.trial_settings(trial), "warmup_max": WARMUP_STEPS,
+        chosen[cell] = {**plan.trial_settings(trial).to_dict(), "warmup_max": WARMUP_STEPS,
                         "blocks_run_time_s": PEER_SECONDS}
     return chosen
 

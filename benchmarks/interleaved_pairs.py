@@ -76,13 +76,13 @@ def side(settings: dict, rewarm: int) -> None:
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever the frameworks print goes to stderr
     from fwbench.measure.child import load_backend, start
-    from fwbench.measure.harness import measure
+    from fwbench.measure.harness import measure, trial_schedule
     from fwbench.measure.trial import with_warmup
 
     checked = with_warmup(start(settings))  # thread variables before any framework import
     backend, _ = load_backend(checked)  # confined, as a trial is
     step = backend.step()
-    schedule = checked.schedule()
+    schedule = trial_schedule(checked)
     print("ready", file=protocol)
     for line in sys.stdin:
         if line.strip() != "go":
@@ -190,7 +190,7 @@ def comparisons(plan: Plan, only: list[str]) -> dict[str, dict[str, dict]]:
         if only and not any(part in cell.id for part in only):
             continue
         chosen.setdefault(cell.pair_id, {}).setdefault(
-            cell.framework, plan.trial_settings(trial))
+            cell.framework, plan.trial_settings(trial).to_dict())
     return {k: v for k, v in chosen.items() if set(v) == {"pytorch", "tensorflow"}}
 
 

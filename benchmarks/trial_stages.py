@@ -123,7 +123,7 @@ def imports_in_model_build(config: dict) -> dict[str, float]:
         framework = trial.cell.framework
         if framework in seconds:
             continue
-        settings = {**plan.trial_settings(trial), "gpu_uuids": []}
+        settings = plan.trial_settings(trial).to_dict()
         proc = subprocess.run([sys.executable, "-X", "importtime", "-c", PROBE,
                                json.dumps(settings)], cwd=REPO, capture_output=True, text=True,
                               env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -3,6 +3,7 @@
 import gc
 import json
 import os
+from dataclasses import replace
 
 from fwbench.environment import images
 from fwbench.measure.gpu_host import refuse_cuda_without_gpu
@@ -113,8 +114,8 @@ def get_last_trial(wildcards):
 
 def get_profile_settings(wildcards):
     trial = PLAN.last_trial(_cell(wildcards))
-    settings = {**PLAN.trial_settings(trial), "profile_steps": config["profiling"]["steps"]}
-    return json.dumps(settings, sort_keys=True)
+    settings = replace(PLAN.trial_settings(trial), profile_steps=config["profiling"]["steps"])
+    return json.dumps(settings.to_dict(), sort_keys=True)
 
 
 def get_final_output():
@@ -159,7 +160,7 @@ def get_warmup_record(wildcards):
 
 def get_calibration_settings(wildcards):
     settings = images.with_images(PLAN.calibration_settings(_cell(wildcards)), IMAGES)
-    return json.dumps(settings, sort_keys=True)
+    return json.dumps(settings.to_dict(), sort_keys=True)
 
 
 def get_calibration_paths(wildcards):
@@ -199,7 +200,7 @@ def get_trial_threads(wildcards):
 
 def get_trial_settings(wildcards):
     settings = images.with_images(PLAN.trial_settings(_trial(wildcards)), IMAGES)
-    return json.dumps(settings, sort_keys=True)
+    return json.dumps(settings.to_dict(), sort_keys=True)
 
 
 def get_container(wildcards):

@@ -199,7 +199,7 @@ def sweep(out: Path, config: dict, deadline: float) -> dict:
             continue
         for cell in (c for c in plan._groups[trial.cell.pair_id] if c not in calibrated):
             calibrated.add(cell)
-            settings = json.dumps(plan.calibration_settings(cell), sort_keys=True)
+            settings = json.dumps(plan.calibration_settings(cell).to_dict(), sort_keys=True)
             results = []
             for name in plan.calibration_names(cell):
                 results.append(plan.calibration_path(cell, name=name))
@@ -214,7 +214,7 @@ def sweep(out: Path, config: dict, deadline: float) -> dict:
                      str(config["warmup"]["max"]),
                      log_path=logs / "fix_warmup" / f"{cell.name}.log", timeout=timeout)
         path = trial.path(plan.run)
-        settings = json.dumps(plan.trial_settings(trial), sort_keys=True)
+        settings = json.dumps(plan.trial_settings(trial).to_dict(), sort_keys=True)
         _fwbench("trial", "--settings", settings, "--result", path, "--env",
                  trial.path(plan.run, "env.json"), "--telemetry",
                  trial.path(plan.run, "telemetry.csv"), "--idle", plan.idle_path(),
@@ -244,7 +244,7 @@ def aa_control(out: Path, config: dict, pairs: int, deadline: float) -> dict:
     trial = (matching or plan.trials)[0]     # resnet18 training, else the plan's first cell
     cell = trial.cell
     warmup = out / plan.warmup_path(cell)
-    settings = plan.trial_settings(trial)
+    settings = plan.trial_settings(trial).to_dict()
     aa = out / "aa"
     ratios, slots = [], {"A": [], "B": []}
     for k in range(pairs):

@@ -11,7 +11,6 @@ from fwbench.analysis import steady_state
 from fwbench.errors import ConfigError, ResultError
 from fwbench.measure.calibration import read_warmup, uncalibrated
 from fwbench.measure.results import write_json
-from fwbench.measure.settings import TrialSettings
 from fwbench.measure.trial import with_warmup
 from fwbench.plan.config import validate
 from fwbench.plan.sweep import Plan
@@ -140,7 +139,7 @@ def test_too_few_calibrations_that_ended_ok_fall_back_to_the_maximum():
 
 def _settings(tiny_config, **changes):
     plan = Plan.from_config(validate({**tiny_config, "warmup": {"min": 0, "max": 30}, **changes}))
-    return TrialSettings.from_dict(plan.trial_settings(plan.trials[0]))
+    return plan.trial_settings(plan.trials[0])
 
 
 def test_a_trial_reads_its_cells_record_and_without_one_takes_the_fallback(tmp_path,
@@ -149,9 +148,10 @@ def test_a_trial_reads_its_cells_record_and_without_one_takes_the_fallback(tmp_p
     path = tmp_path / "warmup.json"
     write_json(_fix(_warming_up(60)), path)
     warmup = with_warmup(settings, path).warmup
-    assert warmup["iterations"] == read_warmup(path)["iterations"] and warmup["steady"]
-    assert with_warmup(settings).warmup == {k: uncalibrated(30)[k] for k in warmup}
-    assert with_warmup(settings, "").warmup["iterations"] == 30  # `--warmup=`: none
+    assert warmup.iterations == read_warmup(path)["iterations"] and warmup.steady
+    assert with_warmup(settings).warmup.to_dict() == {k: uncalibrated(30)[k]
+                                                      for k in warmup.to_dict()}
+    assert with_warmup(settings, "").warmup.iterations == 30  # `--warmup=`: none
     # A calibration warms up nothing of its own; a real-data trial times whole runs.
     assert with_warmup(dataclasses.replace(settings, calibration=True), path).warmup is None
     epoch = _settings(tiny_config, experiment="epoch", phases=["train"])

@@ -17,6 +17,8 @@ import pytest
 import yaml
 
 from fwbench.environment import images, pinning
+from fwbench.plan.config import validate
+from fwbench.plan.sweep import Plan
 from tests.conftest import BIN, REPO, TINY_CONFIG, snakemake
 
 FAKES = REPO / "tests" / "fakes"
@@ -222,9 +224,10 @@ def test_workflow_images_stop_on_a_missing_digest_and_name_the_command(tmp_path)
     assert images.container_for(expected, "pytorch") == expected["pytorch"]["reference"]
     assert images.container_for({}, "pytorch") is None
     assert environ["APPTAINERENV_PYTHONPATH"] == str(images.SOURCE_DIR)
-    settings = {"cell_id": "c"}
+    plan = Plan.from_config(validate(TINY_CONFIG))
+    settings = plan.trial_settings(plan.trials[0])
     assert images.with_images(settings, {}) is settings
-    assert images.with_images(settings, expected)["images"] == expected
+    assert images.with_images(settings, expected).to_dict()["images"] == expected
 
 
 def test_source_tree_is_bound_only_when_outside_the_working_directory(tmp_path):

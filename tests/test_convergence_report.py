@@ -308,7 +308,7 @@ def test_real_convergence_trials_reach_the_report(tmp_path):
     plan = Plan.from_config(config)
     paths = []
     for i, trial in enumerate(plan.trials):
-        settings = {**plan.trial_settings(trial), "gpu_uuids": []}
+        settings = plan.trial_settings(trial).to_dict()
         outcome = supervise("fwbench.measure.experiments:run_convergence", settings, timeout_s=240,
                             memory_limit_mb=None)
         assert outcome.status == "ok", outcome.message

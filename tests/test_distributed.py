@@ -41,7 +41,7 @@ def settings(framework: str, strategy: str = "multi_process", world_size: int = 
                        "blocks": {"count": 1, "size": 2, "min_time_s": 0, "run_time_s": 0},
                        "distributed": {"strategies": [strategy], "world_sizes": [world_size]}})
     plan = Plan.from_config(config)
-    params = plan.trial_settings(plan.trials[0])
+    params = plan.trial_settings(plan.trials[0]).to_dict()
     return {**params, "cell": {**params["cell"], **cell},
             "warmup": {"iterations": 2, "steady": None}}
 

@@ -9,11 +9,13 @@ Adam. Whole trials run in a fresh supervised process, as the workflow runs them.
 import numpy as np
 import pytest
 
+from fwbench.errors import ConfigError
 from fwbench.measure import data as D, experiments as E
 from fwbench.measure.frameworks.base import STEP_SCOPES
 from fwbench.measure.supervisor import supervise
 from fwbench.plan.cells import MODES, Cell
 from fwbench.plan.config import validate
+from fwbench.plan.contract import Data
 from fwbench.plan.models import OPTIMIZERS
 from fwbench.plan.sweep import Plan
 from tests.conftest import TINY_CONFIG
@@ -34,7 +36,7 @@ def _settings(cell, data, iterations=2):
     """A real-data trial's settings, as the plan writes them, for ``cell`` and ``data``."""
     plan = Plan.from_config(validate({**TINY_CONFIG, "experiment": cell.experiment,
                                       "phases": ["train"], "iterations": iterations}))
-    params = plan.trial_settings(plan.trials[0])
+    params = plan.trial_settings(plan.trials[0]).to_dict()
     return {**params, "cell": cell.to_dict(), "cell_id": cell.id, "pair_id": cell.pair_id,
             "threads": 1, "data": data}
 
@@ -213,15 +215,18 @@ def test_a_cell_that_does_not_fit_the_data_is_unsupported(mnist_files):
 def test_data_settings_name_a_bad_key_or_value():
     cell = _cell("pytorch")
     assert E.data_settings(None, cell)["dataset"] == "mnist"  # from the input shape
-    with pytest.raises(Exception, match="unknown key"):
-        E.data_settings({"epochz": 3}, cell)
+    with pytest.raises(ConfigError, match="data: unknown field 'epochz'"):
+        Data.from_dict({"epochz": 3})
     # The cell's optimizer, never the run's list of them.
-    assert E.data_settings({"optimizer": ["adam", "sgd"]}, cell)["optimizer"] == "sgd"
-    with pytest.raises(Exception, match="optimizer must be one of"):
-        E.data_settings({"optimizer": "sgd"}, _cell("pytorch", optimizer="rmsprop"))
-    with pytest.raises(Exception, match="target_accuracy"):
-        E.data_settings({"target_accuracy": 93}, cell)
-    r = E.recipe({**E.DATA_DEFAULTS, "optimizer": "sgd", "learning_rate": 0.1, "momentum": 0.0})
+    assert E.data_settings(Data(optimizer=["adam", "sgd"]), cell)["optimizer"] == "sgd"
+    with pytest.raises(ConfigError, match="optimizer must be one of"):
+        E.data_settings(Data(optimizer="sgd"), _cell("pytorch", optimizer="rmsprop"))
+    with pytest.raises(ConfigError, match="target_accuracy must be a number from 0 to 1 or null"):
+        Data(target_accuracy=93)
+    with pytest.raises(ConfigError, match="optimizer must be one of sgd, adam or a list of "
+                                          "strings or null, got 'rmsprop'"):
+        Data(optimizer="rmsprop")
+    r = E.recipe({**E.data_settings(None, cell), "learning_rate": 0.1, "momentum": 0.0})
     assert (r["name"], r["learning_rate"], r["momentum"]) == ("sgd", 0.1, 0.0)
     assert E.learning_rate_at(0, 4, 0.1, "cosine") == 0.1
     assert E.learning_rate_at(2, 4, 0.1, "cosine") == pytest.approx(0.05)

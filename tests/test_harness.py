@@ -133,7 +133,8 @@ def test_cold_start_is_kept_apart_and_the_warmup_is_the_count_given():
 @pytest.mark.parametrize("field, value", [("warmup", -1), ("iterations", 0),
                                           ("min_run_time_s", -0.5), ("block_min_size", 1.5)])
 def test_a_bad_schedule_is_refused_naming_its_field(field, value):
-    with pytest.raises(ConfigError, match=f"{field} must be a number of at least"):
+    with pytest.raises(ConfigError, match=f"schedule: {field} must be (an integer|a number) of "
+                                          "at least"):
         Schedule(**{field: value})
 
 

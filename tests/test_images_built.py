@@ -283,8 +283,9 @@ def test_make_run_containers_from_a_fresh_clone_as_the_readme_says(lock, tmp_pat
 
 # --- containerised against native: the same cell, interleaved --------------------------------
 
-def _trial_command(settings: dict, out: Path) -> str:
-    return (f"exec python -m fwbench trial --settings '{json.dumps(settings, sort_keys=True)}' "
+def _trial_command(settings, out: Path) -> str:
+    params = json.dumps(settings.to_dict(), sort_keys=True)
+    return (f"exec python -m fwbench trial --settings '{params}' "
             f"--result {out}.json --env {out}.env.json --telemetry {out}.telemetry.csv")
 
 

@@ -134,7 +134,7 @@ def test_every_trial_records_it_through_provenance_and_the_trials_table(tmp_path
     paths = []
     for device in ("cuda", "cpu"):
         plan = Plan.from_config(validate({**tiny_config, "devices": [device]}))
-        settings = {**plan.trial_settings(plan.trials[0]), "cell_id": f"c-{device}"}
+        settings = {**plan.trial_settings(plan.trials[0]).to_dict(), "cell_id": f"c-{device}"}
         result = make_result(settings, Outcome("ok", "", {"iteration_ns": [1, 2, 3]}, 0),
                              started_at="2026-01-01T00:00:00+00:00",
                              ended_at="2026-01-01T00:00:01+00:00",

@@ -60,8 +60,8 @@ def test_adding_a_cell_changes_no_existing_trial_settings(tiny_config):
 def test_trial_settings_carry_what_the_worker_needs(tiny_config):
     plan = _plan(tiny_config, threads=2, timeout_s=5, memory_limit_mb=4096)
     settings = plan.trial_settings(plan.trials[0])
-    assert settings["threads"] == 2 and settings["timeout_s"] == 5
-    assert settings["memory_limit_mb"] == 4096 and settings["cell"]["input_shape"] == [1, 28, 28]
+    assert settings.threads == 2 and settings.timeout_s == 5
+    assert settings.memory_limit_mb == 4096 and settings.cell.input_shape == (1, 28, 28)
 
 
 def test_distributed_cells_name_their_strategy_and_take_threads_per_process(tiny_config):
@@ -84,7 +84,7 @@ def test_each_optimizer_of_a_real_data_run_is_its_own_cell_pair(tiny_config):
         assert {c.framework for c in pair} == {"pytorch", "tensorflow"}
         assert {c.name for c in pair} == {f"train-b2-1x28x28-fp32-idiomatic-matched-{optimizer}"}
         assert len({c.pair_id for c in pair}) == 1
-        assert plan.trial_settings(plan.last_trial(pair[0]))["cell"]["optimizer"] == optimizer
+        assert plan.trial_settings(plan.last_trial(pair[0])).cell.optimizer == optimizer
     one = _plan(tiny_config, experiment="epoch", phases=["train"], data={"optimizer": "adam"})
     assert {c.optimizer for c in one.cells()} == {"adam"}
     # Elsewhere no optimizer: throughput names, ids and trial settings are as they were.
@@ -92,14 +92,14 @@ def test_each_optimizer_of_a_real_data_run_is_its_own_cell_pair(tiny_config):
                           for f in ("pytorch", "tensorflow")]
     plan = _plan(tiny_config, data={"optimizer": ["sgd", "adam"]})
     assert sorted(c.id for c in plan.cells()) == throughput
-    assert "optimizer" not in plan.trial_settings(plan.trials[0])["cell"]
+    assert "optimizer" not in plan.trial_settings(plan.trials[0]).to_dict()["cell"]
 
 
 def test_real_data_experiments_name_their_data_record(tiny_config):
     assert _plan(tiny_config).data_path() is None
     plan = _plan(tiny_config, experiment="epoch", phases=["train"], data={"steps": 5})
     assert plan.data_path() == "results/tiny/environment/data.json"
-    assert plan.trial_settings(plan.trials[0])["data"]["steps"] == 5
+    assert plan.trial_settings(plan.trials[0]).data.steps == 5
 
 
 def test_ablation_adds_its_cells_beside_the_sweep(tiny_config):
@@ -179,8 +179,8 @@ def test_each_group_calibrates_before_its_first_trial_and_never_between_a_pair(t
 def test_a_calibration_is_a_trial_of_its_cell_timing_single_steps(tiny_config):
     plan = _plan(tiny_config, warmup={"min": 5, "max": 40, "calibration_s": 2})
     cell = plan.cells()[0]
-    settings = plan.calibration_settings(cell)
-    trial = plan.trial_settings(plan.last_trial(cell))
+    settings = plan.calibration_settings(cell).to_dict()
+    trial = plan.trial_settings(plan.last_trial(cell)).to_dict()
     assert settings["calibration"] and (settings["trial"], settings["group_position"]) == (0, 0)
     assert {k: v for k, v in settings.items() if k not in ("trial", "group_position",
                                                           "calibration")} == \

@@ -72,9 +72,10 @@ def test_the_trial_command_refuses_it_in_one_line_and_writes_nothing(tmp_path, t
     idle = tmp_path / "idle.json"
     idle.write_text(json.dumps({"processor": {"kind": "GenuineIntel family 6 model 143, "
                                                       "AVX-512 and AMX"}}))
+    params = json.dumps(plan.trial_settings(plan.trials[0]).to_dict())
     done = subprocess.run(
-        [sys.executable, "-m", "fwbench", "trial", "--settings",
-         json.dumps(plan.trial_settings(plan.trials[0])), "--result", str(tmp_path / "r.json"),
+        [sys.executable, "-m", "fwbench", "trial", "--settings", params,
+         "--result", str(tmp_path / "r.json"),
          "--env", str(tmp_path / "e.json"), "--telemetry", str(tmp_path / "t.csv"),
          "--idle", str(idle)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr

@@ -13,9 +13,9 @@ from fwbench.analysis.profiles import collect_profiles
 from fwbench.errors import ResultError
 from fwbench.measure import profiling
 from fwbench.measure.results import load_trial
-from fwbench.measure.settings import TrialSettings
 from fwbench.measure.trace import CATEGORIES, HOST, Span, Trace, breakdown, classify
 from fwbench.plan.config import validate
+from fwbench.plan.contract import TrialSettings
 from fwbench.plan.sweep import Plan
 
 # Real operator names from both frameworks' profilers (lenet5 and resnet18, eager and graph,
@@ -164,7 +164,7 @@ def test_tensorflow_space_reader_keeps_stream_lines_and_reads_op_types():
 
 def _settings(tiny_config, framework, **cell):
     plan = Plan.from_config(validate({**tiny_config, "frameworks": [framework]}))
-    params = plan.trial_settings(plan.trials[0])
+    params = plan.trial_settings(plan.trials[0]).to_dict()
     return TrialSettings.from_dict({**params, "cell": {**params["cell"], **cell},
                                     "profile_steps": 3})
 

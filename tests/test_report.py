@@ -429,6 +429,42 @@ def html_only(data, folder: Path, run: str = "fixture") -> str:
     return report.render_html(context)
 
 
+def test_a_new_section_is_its_module_and_its_template_block(tmp_path, monkeypatch):
+    """A toy section, declared in a module of its own beside its block, is built, numbered,
+    listed in the contents and laid out, with no other file edited."""
+    import jinja2
+
+    from fwbench.report import sections as package
+
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / "toy.py").write_text(
+        "from fwbench.report.sections import Section\n"
+        "SECTION = Section(key='toy', place='body', order=65, title='A toy section',\n"
+        "                  context=lambda b: {'trials': len(b.data.trials)})\n")
+    blocks = tmp_path / "templates" / "sections"
+    blocks.mkdir(parents=True)
+    (blocks / "toy.html.j2").write_text(
+        '<section id="toy"><h2>{{ num.toy }} A toy section</h2><p>{{ toy.trials }} trials'
+        '</p></section>\n')
+    environment = report._environment()
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(modules)])
+    monkeypatch.setattr(environment, "loader", jinja2.ChoiceLoader(
+        [environment.loader, jinja2.FileSystemLoader(tmp_path / "templates")]))
+    monkeypatch.delitem(sys.modules, "fwbench.report.sections.toy", raising=False)
+    package.sections.cache_clear()
+    try:
+        data = report.load_inputs(write_run(tmp_path))
+        page = html_only(data, tmp_path)
+    finally:
+        package.sections.cache_clear()
+    # After the Conclusion (6), before the References; the appendices keep their letters.
+    assert f'<h2>7 A toy section</h2><p>{len(data.trials)} trials</p>' in page
+    assert '<span class="toc-number">7</span> A toy section</a>' in page
+    assert page.index('id="conclusion"') < page.index('id="toy"') < page.index(
+        'id="references"')
+
+
 def test_report_from_the_statistics_module(tmp_path):
     """The seam as the workflow wires it: fwbench.analysis.stats.summarize writes the three CSVs."""
     from fwbench.analysis import stats

@@ -14,12 +14,13 @@ import pytest
 
 from fwbench.errors import ConfigError, ResultError
 from fwbench.measure.child import ENTRIES
-from fwbench.measure.harness import Schedule
+from fwbench.measure.harness import Schedule, trial_schedule
+from fwbench.measure.payload import TrialPayload
 from fwbench.measure.results import load_trial
-from fwbench.measure.settings import TrialPayload, TrialSettings
 from fwbench.measure.trial import TIMELINE_PREFIX, run_trial
 from fwbench.plan import ablation
 from fwbench.plan.config import load_schema, validate
+from fwbench.plan.contract import TrialSettings, Warmup
 from fwbench.plan.sweep import Plan
 
 FRAMEWORKS = ["pytorch", "tensorflow"]
@@ -34,11 +35,28 @@ def _settings(tiny_config, framework, **changes):
 
 def test_settings_read_back_what_the_plan_wrote(tiny_config):
     plan = Plan.from_config(validate({**tiny_config, "experiment": "epoch", "phases": ["train"]}))
-    for params in (plan.trial_settings(plan.trials[0]),
-                   plan.calibration_settings(plan.cells()[0]),
-                   {**plan.trial_settings(plan.trials[0]), "gpu_uuids": ["GPU-1"],
-                    "warmup": {"iterations": 3}, "images": {"pytorch": {}}, "profile_steps": 4}):
+    image = {"reference": "docker://fwbench/pytorch@sha256:ab", "digest": "sha256:ab",
+             "engine": "podman", "tag": "fwbench/pytorch:2.14.1", "package": "torch",
+             "version": "2.14.1"}
+    warmup = {"iterations": 3, "steady": True, "class": "flat", "found": 2, "reason": "steady"}
+    for params in (plan.trial_settings(plan.trials[0]).to_dict(),
+                   plan.calibration_settings(plan.cells()[0]).to_dict(),
+                   {**plan.trial_settings(plan.trials[0]).to_dict(), "gpu_uuids": ["GPU-1"],
+                    "warmup": warmup, "images": {"pytorch": image}, "profile_steps": 4}):
         assert TrialSettings.from_dict(params).to_dict() == params
+    # The plan's settings are what its JSON reads back as, blocks typed.
+    settings = plan.trial_settings(plan.trials[0])
+    assert TrialSettings.from_dict(settings.to_dict()) == settings
+    assert settings.data.steps == 600 and settings.telemetry.period_s == 0.1
+
+
+def test_a_bad_config_value_fails_when_the_plan_is_built(tiny_config):
+    # A config that never met the schema (a hand-built dict) still cannot plan a bad value:
+    # the plan's contract refuses it before any job starts.
+    config = validate(tiny_config)
+    with pytest.raises(ConfigError, match="config key 'data': steps must be an integer of at "
+                                          "least 1, got 0"):
+        Plan.from_config({**config, "data": {**config["data"], "steps": 0}})
 
 
 @pytest.mark.parametrize("change, match", [
@@ -53,7 +71,7 @@ def test_settings_read_back_what_the_plan_wrote(tiny_config):
 ])
 def test_a_bad_settings_field_is_one_error_naming_it(tiny_config, change, match):
     plan = Plan.from_config(validate(tiny_config))
-    params = plan.trial_settings(plan.trials[0])
+    params = plan.trial_settings(plan.trials[0]).to_dict()
     change(params)
     with pytest.raises(ConfigError, match=match):
         TrialSettings.from_dict(params)
@@ -61,7 +79,7 @@ def test_a_bad_settings_field_is_one_error_naming_it(tiny_config, change, match)
 
 def test_a_bad_settings_file_stops_the_trial_command_naming_the_field(tmp_path, tiny_config):
     plan = Plan.from_config(validate(tiny_config))
-    params = {**plan.trial_settings(plan.trials[0]), "blocks": -1}
+    params = {**plan.trial_settings(plan.trials[0]).to_dict(), "blocks": -1}
     proc = subprocess.run(
         [sys.executable, "-m", "fwbench", "trial", "--settings", json.dumps(params),
          "--result", str(tmp_path / "r.json"), "--env", str(tmp_path / "e.json"),
@@ -77,15 +95,15 @@ def test_a_trial_warms_up_its_cells_fixed_count_and_a_calibration_times_single_s
               "warmup": {"min": 10, "max": 100, "calibration_s": 3},
               "blocks": {"count": 5, "size": 1, "min_time_s": 0.1, "run_time_s": 1.0}}
     plan = Plan.from_config(validate(config))
-    settings = TrialSettings.from_dict(plan.trial_settings(plan.trials[0]))
-    trial = dataclasses.replace(settings, warmup={"iterations": 37, "steady": True}).schedule()
+    settings = plan.trial_settings(plan.trials[0])
+    trial = trial_schedule(dataclasses.replace(settings, warmup=Warmup(37, steady=True)))
     assert (trial.warmup, trial.iterations, trial.min_run_time_s) == (37, 30, 0.5)
     assert (trial.blocks, trial.blocks_run_time_s, trial.block_time_s) == (5, 1.0, 0.1)
-    calibration = dataclasses.replace(settings, calibration=True).schedule()
+    calibration = trial_schedule(dataclasses.replace(settings, calibration=True))
     # At least twice warmup.max single steps, so a warm-up that long leaves as long to see.
     assert calibration == Schedule(iterations=200, min_run_time_s=3)
     with pytest.raises(ConfigError, match="no warm-up"):
-        settings.schedule()
+        trial_schedule(settings)
 
 
 def test_a_payload_keeps_its_details_apart_and_refuses_a_bad_field():
@@ -173,7 +191,7 @@ def test_the_trial_command_logs_its_timeline_in_order(tmp_path, tiny_config):
     settings = _settings(tiny_config, "pytorch")
     shell_started = time.time()
     proc = subprocess.run(
-        [sys.executable, "-m", "fwbench", "trial", "--settings", json.dumps(settings),
+        [sys.executable, "-m", "fwbench", "trial", "--settings", json.dumps(settings.to_dict()),
          "--result", str(tmp_path / "r.json"), "--env", str(tmp_path / "e.json"),
          "--telemetry", str(tmp_path / "t.csv"), f"--job-started={shell_started:.6f}"],
         capture_output=True, text=True, timeout=300)

@@ -28,11 +28,12 @@ import math
 import numpy as np
 import pandas as pd
 
+from fwbench.analysis.columns import CELL_AXES, without
 from fwbench.plan.ablation import Point, ablation_points, factor_reason, validate_ablation
 from fwbench.plan.cells import MODES
 from fwbench.plan.frameworks import COMPARED, per_side, sides
 
-GROUP = ["run", "experiment", "device", "model", "phase", "batch_size", "input_shape"]
+GROUP = ["run", *without(CELL_AXES, "framework", "precision", "mode", "profile")]
 DECOMPOSITION_COLUMNS = [
     *GROUP, "row", "step", "factor", "profile", "mode", "precision", "status", "reason",
     *per_side("n_{}"), "ratio", "contribution", "contribution_ci_low",

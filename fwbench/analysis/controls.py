@@ -16,12 +16,12 @@ import math
 import numpy as np
 import pandas as pd
 
+from fwbench.analysis.columns import CELL_AXES
 from fwbench.analysis.comparisons import compare_paired
 from fwbench.analysis.stats import with_default_axes
 from fwbench.analysis.trial_stats import iteration_groups, trial_statistics
 
-CONTROL_AXES = ["experiment", "device", "framework", "model", "phase", "batch_size",
-                "input_shape", "precision", "mode", "profile"]
+CONTROL_AXES = CELL_AXES
 CONTROL_COLUMNS = [
     "run", "control", *CONTROL_AXES, "family_size", "n_a", "n_b", "n_pairs", "ratio",
     "ratio_ci_low", "ratio_ci_high", "ratio_ci_level", "equivalence_ci_low",

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 
+from fwbench.analysis.columns import CELL_AXES
 from fwbench.measure.profiling import validate_profile
 from fwbench.measure.trace import CATEGORIES
 
-PROFILE_COLUMNS = ["run", "cell_id", "pair_id", "experiment", "device", "framework", "model",
-                   "phase", "batch_size", "input_shape", "precision", "mode", "profile",
-                   "status", "message", "category", "ns_per_step", "share", "wall_ns_per_step",
-                   "unprofiled_ns_per_step", "profiler_overhead", "overlap", "steps", "profiler",
-                   "basis", "top_ops", "notes"]
+PROFILE_COLUMNS = ["run", "cell_id", "pair_id", *CELL_AXES, "status", "message", "category",
+                   "ns_per_step", "share", "wall_ns_per_step", "unprofiled_ns_per_step",
+                   "profiler_overhead", "overlap", "steps", "profiler", "basis", "top_ops",
+                   "notes"]
 
 
 def collect_profiles(paths):

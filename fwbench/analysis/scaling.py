@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import math
 
+from fwbench.analysis.columns import CELL_AXES
 from fwbench.plan.strategies import STRATEGY_PAIRS, strategy_pair
 
 # patel2023 calls DDP's speed-up "near-linear" without a number. We read it as a scaling efficiency
 # of at least 0.9: linear would be 1.0, and 0.9 is the usual bar for "near" in scaling studies.
 NEAR_LINEAR = 0.9
 
-GROUP_AXES = ["run", "experiment", "device", "framework", "model", "phase", "batch_size",
-              "input_shape", "precision", "mode", "profile"]
+GROUP_AXES = ["run", *CELL_AXES]
 
 EFFICIENCY_COLUMNS = [
     *GROUP_AXES, "strategy", "world_size", "n_baseline", "n_trials",

@@ -6,14 +6,14 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from fwbench.analysis import columns
 from fwbench.analysis.steady_state import classify
 from fwbench.files import write_atomic
 from fwbench.measure.results import load_trial, read_json, samples_per_iteration
 from fwbench.measure.telemetry.machine import trial_machine_columns
 from fwbench.measure.telemetry.outside import outside_busy
 
-AXES = ["experiment", "device", "framework", "model", "phase", "batch_size", "input_shape",
-        "precision", "mode", "profile", "strategy", "world_size", "optimizer"]
+AXES = columns.AXES
 
 # A cell without a strategy (not distributed) or an optimizer (not real data) has "none" there,
 # never null: grouping drops null keys.

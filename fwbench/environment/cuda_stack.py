@@ -14,6 +14,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from fwbench.plan import frameworks
+
 # The oldest NVIDIA Linux driver each CUDA release (major.minor) needs: the "Toolkit Driver
 # Version" of that release's GA in NVIDIA's CUDA Toolkit release notes (Linux x86_64). The same
 # table as containers/write_label.py's, which writes it into the label at build time
@@ -83,23 +85,14 @@ def stack_problems(framework: str, stack: dict, pinned: dict) -> list[str]:
     return problems
 
 
-# The framework's own answer to "is there a GPU?", in a child process whose output is kept
-# apart, so the caller prints one line whatever the framework logs (TensorFlow's absl lines).
-GPU_PROBES = {
-    "pytorch": ("import torch; n = torch.cuda.device_count() if torch.cuda.is_available() else 0;"
-                " print(n, *(torch.cuda.get_device_name(i) for i in range(n)), sep='\\t')"),
-    "tensorflow": ("import tensorflow as tf; g = tf.config.list_physical_devices('GPU');"
-                   " print(len(g), *(d.name for d in g), sep='\\t')"),
-}
-GPU_CALLS = {"pytorch": "torch.cuda.is_available() is False",
-             "tensorflow": "tf.config.list_physical_devices('GPU') is empty"}
-
-
 def gpu_report(framework: str, python: str = sys.executable) -> tuple[int, str]:
     """(GPU count, one line) as the framework sees it here: ``"pytorch: no GPU visible
     (torch.cuda.is_available() is False; NVML: ...)"``, or the GPUs it sees. Never a traceback:
-    a framework that fails to answer gives one line naming its last error line."""
-    proc = subprocess.run([python, "-c", GPU_PROBES[framework]], capture_output=True, text=True,
+    a framework that fails to answer gives one line naming its last error line. The framework's
+    own answer (its registry's ``gpu_probe``) runs in a child process whose output is kept
+    apart, so the caller prints one line whatever the framework logs (TensorFlow's absl lines)."""
+    record = frameworks.get(framework)
+    proc = subprocess.run([python, "-c", record.gpu_probe], capture_output=True, text=True,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
@@ -108,7 +101,7 @@ def gpu_report(framework: str, python: str = sys.executable) -> tuple[int, str]:
     count, *names = lines[-1].split("\t")
     if int(count):
         return int(count), f"{framework}: {count} GPU(s) visible: {', '.join(names)}"
-    return 0, f"{framework}: no GPU visible ({GPU_CALLS[framework]}; NVML: {_nvml_says()})"
+    return 0, f"{framework}: no GPU visible ({record.gpu_absent}; NVML: {_nvml_says()})"
 
 
 def _nvml_says() -> str:

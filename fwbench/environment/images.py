@@ -41,6 +41,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -49,6 +50,7 @@ from fwbench import SOURCE_DIR
 from fwbench.errors import FwbenchError
 from fwbench.files import write_atomic
 from fwbench.plan import frameworks
+from fwbench.plan.contract import Image, TrialSettings
 
 LOCK_PATH = SOURCE_DIR / "containers" / "images.lock"                  # the registry's
 LOCAL_LOCK_PATH = SOURCE_DIR / "containers" / "build" / "images.lock"   # make images
@@ -282,11 +284,14 @@ def container_for(images: Mapping[str, dict], framework: str) -> str | None:
     return images[framework]["reference"] if images else None
 
 
-def with_images(settings: dict, images: Mapping[str, dict]) -> dict:
+def with_images(settings: TrialSettings, images: Mapping[str, dict]) -> TrialSettings:
     """A trial's settings with every framework's expected image added when containers are
     requested (unchanged natively). Being part of the job's params, a new digest for one
     framework reruns its cells together with their partners, so pairs stay interleaved."""
-    return {**settings, "images": dict(images)} if images else settings
+    if not images:
+        return settings
+    return replace(settings, images={framework: Image.from_dict(image)
+                                     for framework, image in images.items()})
 
 
 # --- the job side -----------------------------------------------------------------------
@@ -338,7 +343,7 @@ def check_runtime(framework: str, expected_images: Mapping[str, dict] | None,
 
     Usage (first thing in ``fwbench.measure.trial.run_trial``, before any measurement)::
 
-        images.check_runtime(settings["cell"]["framework"], settings.get("images"))
+        images.check_runtime(settings.cell.framework, settings.to_dict().get("images"))
     """
     global _verified
     environ = os.environ if environ is None else environ

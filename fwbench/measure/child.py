@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable, Mapping
 
 from fwbench.errors import Unsupported
-from fwbench.measure.settings import TrialPayload, TrialSettings
+from fwbench.measure.payload import TrialPayload
+from fwbench.plan.contract import TrialSettings
 from fwbench.plan.frameworks import FRAMEWORKS
 
 # The child's entry per experiment ("module:function", imported only in the child).
@@ -43,9 +44,11 @@ def thread_environment(threads: int) -> dict[str, str]:
     return {**{name: str(threads) for name in intra}, **{name: "1" for name in inter}}
 
 
-def start(settings: Mapping) -> TrialSettings:
-    """The first thing a measuring process does: its settings checked, its threads set."""
-    checked = TrialSettings.from_dict(settings)
+def start(settings: Mapping | TrialSettings) -> TrialSettings:
+    """The first thing a measuring process does: its settings checked (JSON is read as
+    TrialSettings), its threads set."""
+    checked = (settings if isinstance(settings, TrialSettings)
+               else TrialSettings.from_dict(settings))
     os.environ.update(thread_environment(checked.threads))
     return checked
 

@@ -42,9 +42,11 @@ from pathlib import Path
 
 from fwbench.errors import BackendError, Unsupported
 from fwbench.measure.child import start, trial_entry
-from fwbench.measure.harness import Measurement, Schedule, run
-from fwbench.measure.settings import TrialPayload, TrialSettings
+from fwbench.measure.harness import Measurement, Schedule, run, trial_schedule
+from fwbench.measure.payload import RankJob, RankRecord, TrialPayload
 from fwbench.measure.supervisor import Child, supervise_group
+from fwbench.plan import frameworks
+from fwbench.plan.contract import TrialSettings
 from fwbench.plan.strategies import (
     MULTI_PROCESS,
     resolve_strategy,
@@ -56,6 +58,9 @@ from fwbench.plan.strategies import (
 # waiting in a collective for the rank that is gone).
 RANK_GRACE_S = 10.0
 RANK_ENTRY = "fwbench.measure.distributed:run_rank_process"
+# How a multi-process trial's ranks found each other, by the registry's ``rank_launch``.
+LAUNCHERS = {"torchrun": "torchrun-style environment, one process per device",
+             "tf_config": "TF_CONFIG cluster on localhost, one worker per device"}
 
 
 def shard_indices(global_batch: int, world_size: int, rank: int) -> list[int]:
@@ -99,7 +104,7 @@ def measure_ranks(
 # --- child side: one rank ----------------------------------------------------------------------
 
 def run_rank(settings: TrialSettings, rank: int, *, probe: bool = False,
-             leave_dir: str | None = None) -> dict:
+             leave_dir: str | None = None) -> RankRecord:
     """Measure one rank of the distributed trial in ``settings``; with ``probe``, first take one
     step that records the synchronized gradient (the Replica classes' ``probe``, for tests).
     ``leave_dir``: the folder where the ranks of a multi-process trial meet before they exit
@@ -123,20 +128,16 @@ def run_rank(settings: TrialSettings, rank: int, *, probe: bool = False,
 
     step = replica.step()
     m = measure_ranks(step, replica.synchronize, replica.barrier, replica.gather,
-                      settings.schedule(), on_marker=on_marker)
+                      trial_schedule(settings), on_marker=on_marker)
     replica.barrier()
     if leave_dir:
         _leave_together(leave_dir, rank, cell.world_size)
-    record = {
-        "rank": rank,
-        "measurement": asdict(m),
-        "energy_mj": energy or None,
-        "settings_in_force": {**in_force, "compiled": replica.compiled},
-        "versions": replica.versions(),
-        "peak_memory": replica.peak_memory(),
-        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-        "probe": probed,
-    }
+    record = RankRecord(
+        rank=rank, measurement=asdict(m), energy_mj=energy or None,
+        settings_in_force={**in_force, "compiled": replica.compiled},
+        versions=replica.versions(), peak_memory=replica.peak_memory(),
+        peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        probe=probed)
     replica.close()
     return record
 
@@ -158,11 +159,11 @@ def _leave_together(folder: str, rank: int, world_size: int) -> None:
 
 
 def run_rank_process(job: Mapping) -> dict:
-    """A rank process's entry (the worker calls it): ``job`` holds the trial's ``settings``, the
-    ``rank``, ``probe`` and ``leave_dir``; the settings are checked first, as every child's
-    are."""
-    return run_rank(start(job["settings"]), job["rank"], probe=job["probe"],
-                    leave_dir=job["leave_dir"])
+    """A rank process's entry (the worker calls it): ``job`` is a RankJob's JSON, checked first
+    as every child's settings are; returns the rank's record as JSON."""
+    job = RankJob.from_dict(job)
+    return run_rank(start(job.settings), job.rank, probe=job.probe,
+                    leave_dir=job.leave_dir).to_dict()
 
 
 def _listify(value):
@@ -203,27 +204,26 @@ def run_distributed(settings: TrialSettings, *, probe: bool = False) -> TrialPay
         raise Unsupported(reason)
     if strategy in MULTI_PROCESS:
         records = _launch(settings, probe)
-        launcher = ("torchrun-style environment, one process per device" if cell.framework ==
-                    "pytorch" else "TF_CONFIG cluster on localhost, one worker per device")
+        launcher = LAUNCHERS[frameworks.get(cell.framework).rank_launch]
     else:
         records = [run_rank(settings, 0, probe=probe)]
         launcher = "one process driving every device"
     payload = _payload(records, settings, strategy, launcher)
     if probe:
-        payload.details["probe"] = [r["probe"] for r in records]
+        payload.details["probe"] = [r.probe for r in records]
     return payload
 
 
-def _payload(records: list[dict], settings: TrialSettings, strategy: str,
+def _payload(records: list[RankRecord], settings: TrialSettings, strategy: str,
              launcher: str) -> TrialPayload:
     lead = records[0]
-    m = lead["measurement"]
+    m = lead.measurement
 
     def slowest(times):
         return [max(t) for t in times]
 
     per_device_batch, world_size = settings.cell.batch_size, settings.cell.world_size
-    peaks = [r["peak_memory"].get("device_peak_bytes") for r in records]
+    peaks = [r.peak_memory.get("device_peak_bytes") for r in records]
     known = [p for p in peaks if p is not None]
     return TrialPayload(
         cold_start_ns=max(m["cold_start_ns"]),
@@ -234,15 +234,15 @@ def _payload(records: list[dict], settings: TrialSettings, strategy: str,
         block_size=m["block_size"],
         block_ns=slowest(m["block_ns"]),
         markers_ns=m["markers_ns"],
-        energy_mj=lead["energy_mj"],
-        settings_in_force={**lead["settings_in_force"], "launcher": launcher,
+        energy_mj=lead.energy_mj,
+        settings_in_force={**lead.settings_in_force, "launcher": launcher,
                            "per_device_batch_size": per_device_batch,
                            "global_batch_size": per_device_batch * world_size,
                            "iteration_statistic": "max over ranks"},
-        versions=lead["versions"],
+        versions=lead.versions,
         peak_memory={"device_peak_bytes": max(known) if known else None,
-                     "per_rank_bytes": peaks, "source": lead["peak_memory"].get("source")},
-        peak_rss_bytes=max(r["peak_rss_bytes"] for r in records),
+                     "per_rank_bytes": peaks, "source": lead.peak_memory.get("source")},
+        peak_rss_bytes=max(r.peak_rss_bytes for r in records),
         details={
             "pilot_blocks": m["pilot_blocks"],
             # The strategy actually run and every rank's own times.
@@ -254,7 +254,7 @@ def _payload(records: list[dict], settings: TrialSettings, strategy: str,
             "per_rank_ns": [list(t) for t in zip(*m["iteration_ns"])],
             "per_rank_cold_start_ns": m["cold_start_ns"],
             "per_rank_block_ns": [list(t) for t in zip(*m["block_ns"])] if m["block_ns"] else [],
-            "per_rank_peak_rss_bytes": [r["peak_rss_bytes"] for r in records],
+            "per_rank_peak_rss_bytes": [r.peak_rss_bytes for r in records],
         },
     )
 
@@ -267,12 +267,13 @@ def _free_port() -> int:
 
 def rank_environment(framework: str, device: str, rank: int, world_size: int,
                      ports: list[int]) -> dict[str, str]:
-    """The variables a rank process starts with: torchrun's for PyTorch, TF_CONFIG for TensorFlow.
+    """The variables a rank process starts with, as its framework's ranks find each other
+    (its registry's ``rank_launch``): torchrun's, or a TF_CONFIG cluster.
 
-    A TensorFlow worker sees only its own GPU (each worker of MultiWorkerMirroredStrategy uses
-    every GPU it sees); a PyTorch rank picks cuda:LOCAL_RANK, as under torchrun.
+    A TF_CONFIG worker sees only its own GPU (each worker of MultiWorkerMirroredStrategy uses
+    every GPU it sees); a torchrun rank picks cuda:LOCAL_RANK.
     """
-    if framework == "pytorch":
+    if frameworks.get(framework).rank_launch == "torchrun":
         return {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(ports[0]), "RANK": str(rank),
                 "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size),
                 "LOCAL_WORLD_SIZE": str(world_size)}
@@ -286,16 +287,15 @@ def rank_environment(framework: str, device: str, rank: int, world_size: int,
     return env
 
 
-def _launch(settings: TrialSettings, probe: bool) -> list[dict]:
+def _launch(settings: TrialSettings, probe: bool) -> list[RankRecord]:
     """Every rank's record, from world_size rank processes run by the trial's launcher; the
     first rank that failed (one that was killed after another failed, last) fails the trial."""
     cell = settings.cell
     world_size = cell.world_size
-    ports = [_free_port() for _ in range(world_size if cell.framework == "tensorflow" else 1)]
-    job = settings.to_dict()
+    torchrun = frameworks.get(cell.framework).rank_launch == "torchrun"
+    ports = [_free_port() for _ in range(1 if torchrun else world_size)]
     with tempfile.TemporaryDirectory(prefix="fwbench-ranks-") as leave_dir:
-        ranks = [Child(RANK_ENTRY, {"settings": job, "rank": rank, "probe": probe,
-                                    "leave_dir": leave_dir},
+        ranks = [Child(RANK_ENTRY, RankJob(settings, rank, probe, leave_dir).to_dict(),
                        rank_environment(cell.framework, cell.device, rank, world_size, ports))
                  for rank in range(world_size)]
         outcomes = supervise_group(ranks, grace_s=RANK_GRACE_S)
@@ -306,4 +306,4 @@ def _launch(settings: TrialSettings, probe: bool) -> list[dict]:
         if first.status == "unsupported":
             raise Unsupported(first.message)
         raise BackendError(f"rank {rank} of {world_size}: {first.message}")
-    return [o.payload for o in outcomes]
+    return [RankRecord.from_dict(o.payload) for o in outcomes]

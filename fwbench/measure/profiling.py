@@ -19,8 +19,9 @@ import sys
 
 from fwbench import SOURCE_DIR
 from fwbench.measure.child import thread_environment
+from fwbench.measure.payload import TrialPayload
 from fwbench.measure.profile_steps import DEFAULT_STEPS
-from fwbench.measure.settings import TrialPayload, TrialSettings
+from fwbench.plan.contract import TrialSettings
 
 PROFILE_KIND = "profile"
 JSON_VERSION = 1

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from fwbench.environment.source import git_state, measuring_code
+from fwbench.plan import frameworks
 
 # Environment variables that change what a framework does or how fast: threads, devices,
 # allocators, determinism, precision, compilers, library search paths and caches. Recorded
@@ -305,39 +306,13 @@ def framework_runtime(framework: str) -> dict:
 
 
 def framework_build(framework: str) -> dict:
-    """What the framework says it was built with (build-time versions, not what is loaded)."""
-    if framework == "pytorch" and "torch" in sys.modules:
-        torch = sys.modules["torch"]
-        cudnn = torch.backends.cudnn
-        return {
-            "version": torch.__version__,
-            "path": torch.__file__,
-            "git_version": getattr(torch.version, "git_version", None),
-            "cuda": torch.version.cuda,
-            "hip": getattr(torch.version, "hip", None),
-            "cudnn": cudnn.version() if cudnn.is_available() else None,
-            "cuda_available": torch.cuda.is_available(),
-            "config": torch.__config__.show(),
-        }
-    if framework == "tensorflow" and "tensorflow" in sys.modules:
-        tf = sys.modules["tensorflow"]
-        return {
-            "version": tf.__version__,
-            "path": tf.__file__,
-            "git_version": tf.version.GIT_VERSION,
-            "compiler": tf.version.COMPILER_VERSION,
-            "built_with_cuda": tf.test.is_built_with_cuda(),
-            "build_info": {k: _plain(v) for k, v in tf.sysconfig.get_build_info().items()},
-        }
-    return {"unavailable": f"{framework} is not imported in this process"}
+    """What the framework says it was built with (its backend's ``build_info``), where this
+    process has imported it; never imports it."""
+    if frameworks.get(framework).module not in sys.modules:
+        return {"unavailable": f"{framework} is not imported in this process"}
+    from fwbench.measure.frameworks import get_backend
 
-
-def _plain(value):
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return str(value)
+    return get_backend(framework).build_info()
 
 
 def loaded_libraries(maps: str | os.PathLike = "/proc/self/maps") -> list[dict]:

@@ -17,7 +17,8 @@ import yaml
 from fwbench import SOURCE_DIR, __version__
 from fwbench.errors import ResultError
 from fwbench.files import write_atomic
-from fwbench.measure.settings import TrialPayload, TrialSettings
+from fwbench.measure.payload import TrialPayload
+from fwbench.plan.contract import TrialSettings
 
 # Version history of the trial result file:
 # 1 — first version: cell, status, cold start, warm-up, every iteration, settings, git state.

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fwbench.measure.worker import read_result
 from fwbench.workflow.host import NUMPY_DISPATCH
 
 POLL_S = 0.2
@@ -141,10 +142,9 @@ def _outcome(end: str | None, returncode: int | None, out_path: Path, lines,
         return Outcome("timeout", f"trial exceeded timeout_s={timeout_s:g} s and was killed",
                        {}, None, timeline)
     if out_path.exists():
-        payload = json.loads(out_path.read_text())
-        timeline.update(payload.pop("timeline_ns", {}))
-        return Outcome(payload.pop("status"), payload.pop("message"), payload, returncode,
-                       timeline)
+        result = read_result(out_path)
+        return Outcome(result.status, result.message, result.payload, returncode,
+                       {**timeline, **result.timeline_ns})
     if end == "killed":
         return Outcome("killed", "killed after another process of the trial failed", {},
                        returncode, timeline)

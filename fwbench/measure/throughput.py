@@ -14,8 +14,9 @@ import time
 
 from fwbench.measure import provenance, telemetry
 from fwbench.measure.child import load_backend, progress, stamp, trial_entry
-from fwbench.measure.harness import measure
-from fwbench.measure.settings import TrialPayload, TrialSettings
+from fwbench.measure.harness import measure, trial_schedule
+from fwbench.measure.payload import TrialPayload
+from fwbench.plan.contract import TrialSettings
 
 
 @trial_entry
@@ -33,7 +34,7 @@ def run_throughput(settings: TrialSettings) -> TrialPayload:
 
     step = backend.step()
     with backend.device_scope():
-        m = measure(step, backend.synchronize, settings.schedule(),
+        m = measure(step, backend.synchronize, trial_schedule(settings),
                     on_marker=read_energy if uuids else None)
     # The harness's markers on the wall clock: its monotonic clock's offset, read once.
     offset = time.time_ns() - time.perf_counter_ns()

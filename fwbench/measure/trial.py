@@ -29,20 +29,21 @@ from fwbench.environment import images, source
 from fwbench.errors import FwbenchError
 from fwbench.measure import calibration, provenance, results, telemetry
 from fwbench.measure.child import ENTRIES, progress, stamp, thread_environment
-from fwbench.measure.settings import TrialPayload, TrialSettings
+from fwbench.measure.payload import TrialPayload
 from fwbench.measure.supervisor import supervise
 from fwbench.plan.cells import REAL_DATA
+from fwbench.plan.contract import TrialSettings, Warmup
 from fwbench.workflow.progress import report_progress
 
 TIMELINE_PREFIX = "fwbench: trial timeline "
 
 
-def run_trial(settings: Mapping, result_path, env_path, telemetry_path, idle_path=None,
-              timeline: dict | None = None, warmup_path=None) -> dict:
+def run_trial(settings: Mapping | TrialSettings, result_path, env_path, telemetry_path,
+              idle_path=None, timeline: dict | None = None, warmup_path=None) -> dict:
     """Measure one trial in a supervised child; write its result, provenance and telemetry.
 
-    ``settings``: the trial's (the job's params, ``Plan.trial_settings``), checked here first
-    (a ConfigError names a bad field). ``warmup_path``: the cell's warm-up record
+    ``settings``: the trial's (``Plan.trial_settings``, or the job's params as JSON, checked here
+    first: a ConfigError names a bad field). ``warmup_path``: the cell's warm-up record
     (fwbench.measure.calibration), which fixes the steps this trial warms up; without it,
     ``warmup_max``. A calibration trial (``Plan.calibration_settings``) takes none. ``timeline``
     holds the stamps taken before this call (the job's shell, Python's start-up); the whole
@@ -55,21 +56,24 @@ def run_trial(settings: Mapping, result_path, env_path, telemetry_path, idle_pat
                   warmup_path=plan.warmup_path(trial.cell))
     """
     timeline = {**(timeline or {}), "trial_started": time.time_ns()}
-    settings = with_warmup(TrialSettings.from_dict(settings), warmup_path)
+    if not isinstance(settings, TrialSettings):
+        settings = TrialSettings.from_dict(settings)
+    settings = with_warmup(settings, warmup_path)
     cell = settings.cell
-    images.check_runtime(cell.framework, settings.images)  # where it runs
+    expected = {framework: image.to_dict() for framework, image in (settings.images or {}).items()}
+    images.check_runtime(cell.framework, expected)  # where it runs
     options = settings.telemetry
     uuids = telemetry.visible_gpu_uuids()[:cell.world_size] if cell.device == "cuda" else []
     idle = _read_json(idle_path) if idle_path else None
     if idle:
         check_processor(idle, idle_path)
     guard = None
-    if options["thermal_guard"]:
-        guard = telemetry.wait_for_idle_temperature(**options["thermal_guard"], idle=idle,
-                                                    gpu_uuids=uuids)
+    if options.thermal_guard:
+        guard = telemetry.wait_for_idle_temperature(**options.thermal_guard.to_dict(),
+                                                    idle=idle, gpu_uuids=uuids)
     started = _now()
     stamp(timeline, "sampler_started")
-    sampler = telemetry.Sampler(telemetry_path, period_s=options["period_s"], gpu_uuids=uuids)
+    sampler = telemetry.Sampler(telemetry_path, period_s=options.period_s, gpu_uuids=uuids)
     with sampler:
         stamp(timeline, "sampler_ready")
         child = dataclasses.replace(settings, gpu_uuids=tuple(uuids))
@@ -107,7 +111,7 @@ def with_warmup(settings: TrialSettings, warmup_path=None) -> TrialSettings:
     record = (calibration.read_warmup(warmup_path) if warmup_path
               else calibration.uncalibrated(settings.warmup_max))
     keep = ("iterations", "steady", "class", "found", "reason")
-    return dataclasses.replace(settings, warmup={k: record[k] for k in keep})
+    return dataclasses.replace(settings, warmup=Warmup.from_dict({k: record[k] for k in keep}))
 
 
 def _summary(sampler, payload: TrialPayload, result: dict, uuids, idle) -> dict | None:

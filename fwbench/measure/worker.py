@@ -4,8 +4,9 @@
 status (``oom`` when the framework ran out of memory, ``unsupported`` when the cell cannot run
 here, else ``error``), and the process exits with code 1, so the supervisor of a group (the ranks
 of a distributed trial) knows at once; a crash writes nothing, and the supervisor reports it. The
-outcome carries the child's part of the trial's timeline (``timeline_ns``: when its Python
-started, when the entry's module was imported, and what the entry stamped itself).
+outcome is a ``Result``: the status and message, the child's part of the trial's timeline
+(``timeline_ns``: when its Python started, when the entry's module was imported, and what the
+entry stamped itself), and what the entry returned (``payload``).
 
 Once the outcome is written the process ends at once (``os._exit``), without the interpreter's
 teardown: PyTorch's and TensorFlow's took 1.1 and 1.4 s of every trial (``make bench-trial``),
@@ -26,11 +27,23 @@ import os  # noqa: E402
 import re  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
+from dataclasses import asdict, dataclass, field  # noqa: E402
 
 from fwbench.errors import Unsupported  # noqa: E402
 
 _OOM = re.compile(r"out of memory|can't allocate memory|cannot allocate memory|failed to allocate"
                   r"|std::bad_alloc|OOM when allocating", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Result:
+    """How a child ended, as it writes it: ``payload`` is what its entry returned (empty unless
+    ``status`` is ok), ``timeline_ns`` the stamps it took."""
+
+    status: str
+    message: str = ""
+    timeline_ns: dict[str, int] = field(default_factory=dict)
+    payload: dict = field(default_factory=dict)
 
 
 def classify(exc: BaseException) -> str:
@@ -54,20 +67,26 @@ def main(entry: str, settings_path: str, out_path: str) -> int:
         call = getattr(importlib.import_module(module), function)
         timeline["child_imported"] = time.time_ns()
         payload = call(settings)
-        payload = {"status": "ok", "message": "", **payload}
+        timeline.update(payload.pop("timeline_ns", {}))
+        result = Result("ok", "", timeline, payload)
     except Exception as exc:  # every failure of the measured code is a result
         traceback.print_exc()
         message = f"{type(exc).__name__}: {exc}".strip()
-        payload = {"status": classify(exc), "message": message[:2000]}
-    payload["timeline_ns"] = {**timeline, **payload.get("timeline_ns", {})}
-    _write_atomic(payload, out_path)
-    return 0 if payload["status"] == "ok" else 1
+        result = Result(classify(exc), message[:2000], timeline)
+    _write_atomic(result, out_path)
+    return 0 if result.status == "ok" else 1
 
 
-def _write_atomic(payload: dict, path: str) -> None:
+def read_result(path) -> Result:
+    """The outcome a child wrote (``main``)."""
+    with open(path) as f:
+        return Result(**json.load(f))
+
+
+def _write_atomic(result: Result, path: str) -> None:
     """A partial file is never read as an outcome: the supervisor sees none, and a crash."""
     with open(f"{path}.tmp", "w") as f:
-        json.dump(payload, f)
+        json.dump(asdict(result), f)
     os.replace(f"{path}.tmp", path)
 
 

@@ -7,7 +7,7 @@ results/<run>/cells/<experiment>/<device>/<framework>/<model>/<cell>/.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 
 from fwbench.plan.frameworks import FRAMEWORKS, PYTORCH
@@ -29,15 +29,15 @@ class Cell:
     framework: str
     model: str
     phase: str
-    batch_size: int
+    batch_size: int = field(metadata={"minimum": 1})
     input_shape: tuple[int, ...]
     precision: str
     mode: str
     profile: str
-    num_classes: int = 10
+    num_classes: int = field(default=10, metadata={"minimum": 1})
     # Distributed cells only: the strategy pair (fwbench.measure.distributed) and the device count.
     strategy: str | None = None
-    world_size: int = 1
+    world_size: int = field(default=1, metadata={"minimum": 1})
     # Real-data cells only (REAL_DATA): the optimizer trained with (fwbench.plan.models.OPTIMIZERS).
     optimizer: str | None = None
     # A/A control cells only: the slot, "a" or "b", of a pair whose two sides are this same cell

@@ -41,6 +41,13 @@ class Framework:
     # installs ``cuda_variant``'s (distribution, extra) in place of the one it names.
     image_packages: tuple[str, ...] = ()
     cuda_variant: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # How its ranks of a multi-process trial find each other (fwbench.measure.distributed):
+    # "torchrun" (one rendezvous port; RANK, WORLD_SIZE, ...) or "tf_config" (a port per worker).
+    rank_launch: str = ""
+    # Python that prints how many GPUs it sees here and their names, tab-separated, and the
+    # call that says it sees none (fwbench.environment.cuda_stack.gpu_report).
+    gpu_probe: str = ""
+    gpu_absent: str = ""
 
     @property
     def module(self) -> str:
@@ -61,6 +68,10 @@ PYTORCH = Framework(
     modes={"eager": "eager", "idiomatic": "eager", "compiled": "compile", "keras": "eager"},
     strategies={"single_process": "dp", "multi_process": "ddp"},
     image_packages=("torch", "torchvision"),
+    rank_launch="torchrun",
+    gpu_probe=("import torch; n = torch.cuda.device_count() if torch.cuda.is_available() else 0;"
+               " print(n, *(torch.cuda.get_device_name(i) for i in range(n)), sep='\\t')"),
+    gpu_absent="torch.cuda.is_available() is False",
 )
 TENSORFLOW = Framework(
     name="tensorflow", label="TensorFlow", colour="#0072b2",
@@ -73,6 +84,10 @@ TENSORFLOW = Framework(
     # The GPU image installs `tensorflow[and-cuda]`; the CPU image and this machine tensorflow-cpu.
     image_packages=("tensorflow-cpu",),
     cuda_variant={"tensorflow-cpu": ("tensorflow", "and-cuda")},
+    rank_launch="tf_config",
+    gpu_probe=("import tensorflow as tf; g = tf.config.list_physical_devices('GPU');"
+               " print(len(g), *(d.name for d in g), sep='\\t')"),
+    gpu_absent="tf.config.list_physical_devices('GPU') is empty",
 )
 
 FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (PYTORCH, TENSORFLOW)}

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from fwbench.plan.analysis_plan import plan_hash
 from fwbench.plan.cells import REAL_DATA, Cell, Trial, name_pattern, one_of
+from fwbench.plan.contract import Adaptive, Data, Telemetry, TrialSettings
 from fwbench.plan.sizing import rule_counts
 
 
@@ -42,6 +43,8 @@ class Plan:
     # Per cell group: its cells, and the position of its first trial.
     _groups: dict[str, list[Cell]] = field(default_factory=dict, repr=False)
     _group_start: dict[str, int] = field(default_factory=dict, repr=False)
+    # Per cell: the settings its trials share, built (and so checked) with the plan.
+    _settings: dict[Cell, TrialSettings] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_config(cls, config: dict) -> Plan:
@@ -71,6 +74,8 @@ class Plan:
                     plan._previous[trial.position] = group[k - 1]
                 plan._last[trial.cell] = trial
         plan._by_path = {t.path(plan.run): t for t in plan.trials}
+        plan._settings = {cell: plan._cell_settings(cell) for cells in plan._groups.values()
+                          for cell in cells}
         return plan
 
     @property
@@ -176,44 +181,34 @@ class Plan:
             "calibration": r"calibration(-\d+)?",
         }
 
-    def trial_settings(self, trial: Trial) -> dict:
-        """Everything a worker needs to measure this trial; these are the job's params. The
-        warm-up it takes comes from its cell's warm-up record when it runs
-        (fwbench.measure.trial.run_trial)."""
-        return {**self._cell_settings(trial.cell), "trial": trial.index,
-                "group_position": self.group_position(trial)}
+    def trial_settings(self, trial: Trial) -> TrialSettings:
+        """Everything a worker needs to measure this trial (its JSON is the job's params), built
+        and checked with the plan. The warm-up it takes comes from its cell's warm-up record
+        when it runs (fwbench.measure.trial.run_trial)."""
+        return replace(self._settings[trial.cell], trial=trial.index,
+                       group_position=self.group_position(trial))
 
-    def calibration_settings(self, cell: Cell) -> dict:
+    def calibration_settings(self, cell: Cell) -> TrialSettings:
         """The settings of the cell's calibration trial (trial 0): a trial's, marked so its
-        schedule times single steps only (fwbench.measure.harness.Schedule)."""
-        return {**self._cell_settings(cell), "trial": 0, "group_position": 0,
-                "calibration": True}
+        schedule times single steps only (fwbench.measure.harness.trial_schedule)."""
+        return replace(self._settings[cell], calibration=True)
 
-    def _cell_settings(self, cell: Cell) -> dict:
+    def _cell_settings(self, cell: Cell) -> TrialSettings:
+        """The settings every trial of ``cell`` shares, as trial 0; a bad value is a
+        ConfigError naming it."""
         c = self.config
-        return {
-            "run": self.run,
-            "cell": cell.to_dict(),
-            "cell_id": cell.id,
-            "pair_id": cell.pair_id,
-            "iterations": c["iterations"],
-            "min_run_time_s": c["min_run_time_s"],
-            "warmup_min": c["warmup"]["min"],
-            "warmup_max": c["warmup"]["max"],
-            "calibration_s": c["warmup"]["calibration_s"],
-            "blocks": c["blocks"]["count"],
-            "blocks_run_time_s": c["blocks"]["run_time_s"],
-            "block_time_s": c["blocks"]["min_time_s"],
-            "block_min_size": c["blocks"]["size"],
-            "adaptive": c["adaptive"],
-            "threads": c["threads"],
-            "seed": c["seed"],
-            "analysis_plan": plan_hash(c["statistics"]),
-            "timeout_s": c["timeout_s"],
-            "memory_limit_mb": c["memory_limit_mb"],
-            "telemetry": c["telemetry"],
-            "data": c["data"],
-        }
+        return TrialSettings(
+            run=self.run, cell=cell, cell_id=cell.id, pair_id=cell.pair_id, trial=0,
+            group_position=0, iterations=c["iterations"], min_run_time_s=c["min_run_time_s"],
+            warmup_min=c["warmup"]["min"], warmup_max=c["warmup"]["max"],
+            calibration_s=c["warmup"]["calibration_s"], blocks=c["blocks"]["count"],
+            blocks_run_time_s=c["blocks"]["run_time_s"], block_time_s=c["blocks"]["min_time_s"],
+            block_min_size=c["blocks"]["size"],
+            adaptive=c["adaptive"] and Adaptive.from_dict(c["adaptive"], "config key 'adaptive'"),
+            threads=c["threads"], seed=c["seed"], analysis_plan=plan_hash(c["statistics"]),
+            timeout_s=c["timeout_s"], memory_limit_mb=c["memory_limit_mb"],
+            telemetry=Telemetry.from_dict(c["telemetry"], "config key 'telemetry'"),
+            data=None if c["data"] is None else Data.from_dict(c["data"], "config key 'data'"))
 
     def profile_path(self, cell: Cell) -> str:
         """Where the profiled run of a cell goes: beside its trials, never read as one."""

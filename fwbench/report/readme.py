@@ -14,6 +14,7 @@ import pandas as pd
 from fwbench.analysis.claims import PAPERS
 from fwbench.analysis.claims.setting import ANOTHER_SETTING
 from fwbench.analysis.claims.wording import DEVICE_NAMES, count, join, label, missing, unique
+from fwbench.analysis.summaries import spread
 from fwbench.measure.telemetry.outside import OTHER_WORK
 from fwbench.report.formatting import fmt
 from fwbench.report.inputs import Inputs
@@ -96,9 +97,10 @@ def load(trials: pd.DataFrame) -> str:
     if "cpu_util_mean" not in trials or trials["cpu_util_mean"].isna().all():
         return "The trials recorded no CPU utilization, so the load while measuring is unknown."
     busy = trials["cpu_util_mean"].dropna().astype(float) / 100
-    text = (f"Load while measuring: all processors were busy {fmt(busy.median(), 'share')} of "
+    load = spread(busy)
+    text = (f"Load while measuring: all processors were busy {fmt(load['median'], 'share')} of "
             f"the time during a trial (median over the {count(len(busy), 'trial')} whose "
-            f"telemetry read it; {fmt(busy.min(), 'share')} to {fmt(busy.max(), 'share')}).")
+            f"telemetry read it; {fmt(load['min'], 'share')} to {fmt(load['max'], 'share')}).")
     threads, cpus = unique(trials, "threads_intra"), unique(trials, "cpu_count")
     if len(threads) == 1 and len(cpus) == 1:
         world = int(trials["world_size"].fillna(1).max()) if "world_size" in trials else 1
@@ -106,7 +108,7 @@ def load(trials: pd.DataFrame) -> str:
         share = min(1.0, own / int(cpus[0]))
         text += (f" A trial's own {count(own, 'thread')} could keep {fmt(share, 'share')} of "
                  f"the {cpus[0]} logical processors busy; "
-                 + (_beyond_own(trials) if busy.median() > share else
+                 + (_beyond_own(trials) if load["median"] > share else
                     "the median stays within that, so it shows no other work."))
     return text
 
@@ -117,11 +119,11 @@ def _beyond_own(trials: pd.DataFrame) -> str:
     methods = unique(trials, "outside_busy_method") if "outside_busy_method" in trials else []
     if methods != [OTHER_WORK]:
         return "the rest was other work on the machine."
-    other = trials["outside_busy_pct"].astype(float) / 100
+    other = spread(trials["outside_busy_pct"].astype(float) / 100)
     return ("the rest was the measurement's own work beside it (its sampler, its supervisor "
             "and the workflow) and any other work: with the measurement's own left out, the "
-            f"processors outside a trial's own were busy {fmt(other.median(), 'level')} of "
-            f"the time (median; at most {fmt(other.max(), 'level')}).")
+            f"processors outside a trial's own were busy {fmt(other['median'], 'level')} of "
+            f"the time (median; at most {fmt(other['max'], 'level')}).")
 
 
 def scope(trials: pd.DataFrame) -> str:

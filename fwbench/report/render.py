@@ -2,10 +2,10 @@
 
 Framework-free. Reads the tidy tables and the statistics only, never cell files. Each section of
 the paper is a module of ``fwbench.report.sections`` beside its template block in
-report/templates/sections/: it turns the tables into plain dicts of formatted text (a value that
-was not measured becomes ``NotMeasured`` with its reason, never "nan" or "None") and chooses its
-figures; this module puts the sections together in document order, and the template, which
-computes nothing, lays them out.
+report/templates/sections/, declared by its ``SECTION``: it turns the tables into plain dicts of
+formatted text (a value that was not measured becomes ``NotMeasured`` with its reason, never
+"nan" or "None") and chooses its figures; this module builds the sections in document order,
+and the template, which computes nothing, lays out the blocks of those the run has.
 
 Usage::
 
@@ -34,21 +34,7 @@ from fwbench.report import datafiles, outline, readme
 from fwbench.report.facts import failure_reasons, run_facts, software
 from fwbench.report.figures.style import Figure
 from fwbench.report.inputs import Inputs, load_inputs, source_date_epoch
-from fwbench.report.sections import (
-    abstract,
-    audit,
-    conclusion,
-    failures,
-    hypothesis_tests,
-    method,
-    preliminary,
-    reproduction,
-    results,
-    results_subsections,
-    threats,
-    unmeasured,
-    warnings,
-)
+from fwbench.report.sections import PLACES, Build, audit, placed, sections
 from fwbench.report.tables import Numbering, figure_entry
 
 if TYPE_CHECKING:  # imported where used, like jinja2
@@ -60,10 +46,8 @@ TEMPLATE = "report.html.j2"
 
 def make_figures(data: Inputs, folder: Path, failures: dict) -> dict[str, Figure]:
     """Every figure of the report, in document order, drawn into ``folder`` or left out."""
-    return {**results.figures(data, folder, failures),
-            **{key: figure for s in results_subsections() if s.figures
-               for key, figure in s.figures(data, folder).items()},
-            **reproduction.figures(data, folder, failures)}
+    return {key: figure for s in sections() if s.figures
+            for key, figure in s.figures(data, folder, failures).items()}
 
 
 def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: int,
@@ -71,34 +55,24 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
     """Everything the template shows, as plain dicts of text: one entry per section, its
     tables numbered in document order; ``data_href`` is where the data appendices lie."""
     numbering = Numbering()
-    reasons = failure_reasons(data.trials)
-    soft = software(data.trials)
     facts = run_facts(data, run, epoch)
-    # The sections are built in document order: each numbers its tables as it is built.
-    context = {"facts": facts, "software": soft, "preliminary": preliminary.context(data),
-               "warnings": warnings.context(data, soft),
-               "method": method.context(numbering, data, soft, facts),
-               "results": results.context(numbering, data, reasons),
-               **{s.key: s.context(numbering, data) for s in results_subsections()},
-               "subsections": [s.key for s in results_subsections()],
-               "claims": reproduction.context(numbering, data, figures),
-               "figures": {key: figure_entry(numbering, f, href) for key, f in figures.items()},
-               "audit": audit.context(numbering, data, run),
-               "failures": failures.context(numbering, data),
-               "tests": hypothesis_tests.context(numbering, data),
-               "tests_cited": hypothesis_tests.cited(data),
-               "threats": threats.context(data, facts),
-               "conclusion": conclusion.context(data),
-               "data_href": data_href}
-    context["abstract"] = abstract.context(data, facts, soft, context["claims"],
-                                           context["failures"])
-    context["unmeasured"] = unmeasured.context(figures, context)
+    context = {"facts": facts, "software": software(data.trials), "data_href": data_href,
+               "figures": {key: figure_entry(numbering, f, href) for key, f in figures.items()}}
+    build = Build(numbering, data, run, facts, context["software"], failure_reasons(data.trials),
+                  figures, context)
+    # In document order, so that each section numbers its tables as the reader meets them;
+    # the late ones last (they read the others' contexts).
+    for section in sorted(sections(), key=lambda s: s.late):
+        if section.context:
+            context[section.key] = section.context(build)
+    context["blocks"] = {place: [s.block for s in placed(place) if s.block and _shown(s, context)]
+                         for place in (*PLACES, "results")}
     context["data_files"] = {name: datafiles.links(name, title, description, len(frame),
                                                    data_href)
                              for name, (title, description, frame)
                              in data_appendices(data, context).items()}
-    references, cite = outline.bibliography(tuple(t["key"] for t in context["tests_cited"]))
-    return {**context, **outline.outline(context), "references": references, "cite": cite,
+    context["cite"] = {entry["key"]: entry["mark"] for entry in context["references"]}
+    return {**context, **outline.outline(context),
             "title": "PyTorch and TensorFlow, measured: " + (facts["run"] or "run")
                      + (" (preliminary)" if context["preliminary"] else ""),
             "print": False,
@@ -201,6 +175,10 @@ def build_report(inputs: dict, *, html: str, pdf: str, figures: str, run: str,
     if readme_path:
         write_atomic(Path(readme_path),
                      readme.readme(tables, context["claims"]["rows"], run=run).encode())
+
+
+def _shown(section, context: dict) -> bool:
+    return section.shown is None or section.shown(context)
 
 
 def data_appendices(data: Inputs, context: dict) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fwbench.analysis import columns
 from fwbench.analysis.claims.numbers import fmt
 from fwbench.plan import frameworks
 
@@ -20,11 +21,9 @@ OUTCOME_LABELS = {**{verdict: f"{FRAMEWORK_LABELS[side]} faster"
 DEVICE_NAMES = {"cuda": "GPU", "cpu": "CPU"}
 PHASE_WORDS = {"train": "training", "infer": "inference"}
 
-# Axis columns that name a pair, in the order a label lists them.
-PAIR_AXES = ["experiment", "device", "model", "phase", "batch_size", "input_shape", "precision",
-             "mode", "profile", "optimizer", "world_size"]
-# Axes that tell training results apart: a pair's, but the phase (always train).
-TRAINING_AXES = [a for a in PAIR_AXES if a != "phase"]
+# Axis columns that name a pair, in the order a label lists them, and those that tell training
+# results apart (fwbench.analysis.columns).
+PAIR_AXES, TRAINING_AXES = columns.PAIR_AXES, columns.TRAINING_AXES
 
 
 def missing(value) -> bool:

@@ -11,11 +11,12 @@ from pathlib import Path
 from matplotlib import rc_context
 
 from fwbench.analysis.claims import published as paper_values
+from fwbench.analysis.columns import TRAINING_AXES
+from fwbench.analysis.summaries import median_range
 from fwbench.plan.frameworks import COMPARED
 from fwbench.report.figures import style
 
 # Axes that tell training results apart: a pair's, but the phase (always train).
-TRAINING_AXES = [a for a in style.PAIR_AXES if a != "phase"]
 OPTIMIZER_STYLES = ("-", "--", ":", "-.")
 
 
@@ -175,7 +176,7 @@ def accuracy_curves(epochs, folder: Path, *, key: str, title: str, source=None,
                           .all(axis=1)]
             for (framework, optimizer), line in part.groupby(
                     ["framework", part["optimizer"].fillna("").astype(str)], sort=True):
-                stats = line.groupby("epoch")["val_accuracy"].agg(["median", "min", "max"])
+                stats = median_range(line, "epoch", "val_accuracy")
                 colour = style.FRAMEWORK_COLOURS.get(str(framework), "#444444")
                 linestyle = (OPTIMIZER_STYLES[optimizers.index(optimizer) % len(OPTIMIZER_STYLES)]
                              if optimizer in optimizers else "-")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
+from fwbench.analysis.summaries import median_range
 from fwbench.plan.frameworks import COMPARED
 from fwbench.report.figures import style
 
@@ -100,7 +101,7 @@ def metric_vs_batch(trials, folder: Path, *, key: str, title: str, column: str, 
         fig = style.new_figure(6.8, 2.6)
         ax = fig.add_subplot()
         for (model, framework), group in frame.groupby(["model", "framework"], sort=True):
-            stats = group.groupby("batch_size")[column].agg(["median", "min", "max"])
+            stats = median_range(group, "batch_size", column)
             batch = stats.index.astype(float)
             ax.errorbar(batch, stats["median"], yerr=[stats["median"] - stats["min"],
                                                       stats["max"] - stats["median"]],

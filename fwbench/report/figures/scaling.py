@@ -8,12 +8,12 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
+from fwbench.analysis.columns import CELL_AXES, without
 from fwbench.report.figures import style
 from fwbench.report.figures.speed import throughput_columns
 
 # The axes that tell a distributed cell's series apart (besides framework and strategy).
-DISTRIBUTED_AXES = ["device", "model", "batch_size", "input_shape", "precision", "mode",
-                    "profile"]
+DISTRIBUTED_AXES = without(CELL_AXES, "experiment", "framework", "phase")
 STRATEGY_STYLES = {"multi_process": "-", "single_process": "--"}
 
 

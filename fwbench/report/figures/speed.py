@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 from matplotlib import rc_context
 
+from fwbench.analysis.columns import PAIR_AXES, without
 from fwbench.plan.frameworks import COMPARED, FASTER
 from fwbench.report.figures import style
 
 # Axes besides model and batch size that split the heatmap into panels.
-PANEL_AXES = ["experiment", "device", "phase", "input_shape", "precision", "mode", "profile",
-              "optimizer"]
+PANEL_AXES = without(PAIR_AXES, "model", "batch_size", "world_size")
 
 
 # --- relative time: PyTorch/TensorFlow median ratio per pair, log scale ----------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 from matplotlib import rc_context
 
 from fwbench.analysis.claims import wording
+from fwbench.analysis.summaries import median_range
 from fwbench.report.figures import style
 
 # --- a per-trial value per cell: energy per sample ----------------------------------------
@@ -33,7 +34,7 @@ def per_cell_metric(trials, folder: Path, *, key: str, title: str, column: str, 
             part = frame[frame["framework"] == framework]
             if part.empty:
                 continue
-            stats = part.groupby("pair_id", sort=False)[column].agg(["median", "min", "max"])
+            stats = median_range(part, "pair_id", column, sort=False)
             y = [rows[p] + offset for p in stats.index]
             ax.errorbar(stats["median"], y, xerr=[stats["median"] - stats["min"],
                                                   stats["max"] - stats["median"]],

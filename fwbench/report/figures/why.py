@@ -10,6 +10,7 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
+from fwbench.analysis.ablation import GROUP
 from fwbench.plan.frameworks import COMPARED
 from fwbench.report.figures import style
 
@@ -34,8 +35,7 @@ def waterfall(decomposition, folder: Path, *, key="ablation_waterfall") -> style
                                                    "computed.")
     frame = decomposition[decomposition["contribution"].notna()
                           | (decomposition["row"] == "factor")]
-    groups = [g for _, g in frame.groupby(["run", "experiment", "device", "model", "phase",
-                                           "batch_size", "input_shape"], sort=True)
+    groups = [g for _, g in frame.groupby(GROUP, sort=True)
               if (g["row"] == "total").any()]
     if not groups:
         return style.Figure(key, title, "", reason="Not drawn: no ablation group has a measured "

@@ -1,29 +1,19 @@
-"""The paper's sections, one module each, in document order; each sits beside its template block
-report/templates/sections/<module>.html.j2 and builds that block's context (``context``: its
-tables, numbered in document order, and sentences) and, where it shows figures, chooses and draws
-them (``figures``).
+"""The paper's sections, one module each; each sits beside its template block
+report/templates/sections/<template>.html.j2, builds that block's context from the run's tables
+(its tables numbered in document order, and sentences) and, where it shows figures, chooses and
+draws them.
 
-    warnings           "Read this first", in the paper's head
-    abstract           the abstract
-    (introduction)     Section 1: text only, a template block without a module
-    method             Section 2: what was measured, settings, the two environments, statistics
-    results            Sections 3.1-3.6: pair by pair, every cell, batch size, tests, energy
-    why                Section 3.7: the ablation, where the time goes, patel2023's explanation
-    accuracy           Section 3.8: the real-data experiments' accuracy
-    distributed        Section 3.9: beyond one device
-    memory             Section 3.10: peak memory
-    latency            Section 3.11: latency percentiles
-    reproduction       Section 4: every published claim's verdict, each paper's figures
-    threats            Section 5: threats to validity
-    audit              Appendix A: the version audit
-    failures           Appendix B: every trial that did not end ok
-    hypothesis_tests   Appendix C: every hypothesis test
+Every module declares its ``SECTION``: its key (its context's), template, title and anchor in the
+outline, place (the paper's head, its body, Results, the appendices) and order there, context,
+figures, numbered subsections and when it is shown. The outline, the context, the figures and
+the template read the declarations (``sections``), so adding a section is two files: its module
+and its template block. In document order:
 
-Results' subsections that a run shows only when it has something to show (why, accuracy,
-distributed, memory, latency, origins) declare themselves: each module's ``SUBSECTION`` gives
-its key (its context's and its template block's), title, place, context, figures and when it is
-shown, and the outline, the context, the figures and the template read them
-(``results_subsections``). Adding one is two files: its module and its template block.
+    head        preliminary (its gate, in the warnings block), warnings, abstract
+    body        introduction, method, results (its subsections: why, accuracy, distributed,
+                memory, latency, origins), reproduction, threats (with unmeasured), conclusion,
+                references
+    appendix    audit, failures, hypothesis_tests
 """
 
 from __future__ import annotations
@@ -41,26 +31,75 @@ if TYPE_CHECKING:
     from fwbench.report.inputs import Inputs
     from fwbench.report.tables import Numbering
 
+# Where a section goes, in document order. A section placed at another's key is one of its
+# subsections (Results' optional ones are placed at "results").
+PLACES = ("head", "body", "appendix")
+
+
+@dataclass
+class Build:
+    """What a section's context is built from: the run's tables, the numbering of its tables
+    (the sections are built in document order), the run's facts and software, why its trials
+    failed, the figures drawn, and the contexts built so far."""
+
+    numbering: Numbering
+    data: Inputs
+    run: str
+    facts: dict
+    software: list[dict]
+    reasons: dict
+    figures: dict[str, Figure]
+    context: dict
+
 
 @dataclass(frozen=True)
-class Subsection:
-    """A subsection of Results shown only when ``shown(context)`` (the whole context, its
-    figures numbered); placed by ``order`` among the others."""
+class Section:
+    """A section of the paper, built by ``context`` under its ``key`` and laid out by
+    report/templates/sections/<template>.html.j2 (``template`` None: laid out by another's
+    block). ``title``: its heading in the outline, at ``anchor`` (None: not in the outline);
+    ``parts``: its numbered subsections there; ``shown``: whether this run has it; ``late``:
+    built after every other section, whose contexts it reads (it numbers no table)."""
 
     key: str
-    title: str
+    place: str
     order: int
-    context: Callable[[Numbering, Inputs], dict]
-    shown: Callable[[dict], bool]
-    figures: Callable[[Inputs, Path], dict[str, Figure]] | None = None
+    context: Callable[[Build], object] | None = None
+    template: str | None = ""
+    title: str | None = None
+    anchor: str = ""
+    numbered: bool = True
+    parts: Callable[[dict], list[tuple[str, str]]] | None = None
+    figures: Callable[[Inputs, Path, dict], dict[str, Figure]] | None = None
+    shown: Callable[[dict], bool] | None = None
+    late: bool = False
+
+    @property
+    def block(self) -> str | None:
+        """Its template block's path under report/templates/, None where it has none."""
+        return None if self.template is None else f"sections/{self.template or self.key}.html.j2"
+
+    @property
+    def id(self) -> str:
+        """Its anchor in the outline."""
+        return self.anchor or self.key
 
 
 @cache
-def results_subsections() -> tuple[Subsection, ...]:
-    """Every module of this package that declares a ``SUBSECTION``, in order."""
-    found = [getattr(importlib.import_module(f"{__name__}.{module.name}"), "SUBSECTION", None)
+def sections() -> tuple[Section, ...]:
+    """Every module of this package's ``SECTION``, in document order: each section followed by
+    its subsections."""
+    found = [getattr(importlib.import_module(f"{__name__}.{module.name}"), "SECTION", None)
              for module in pkgutil.iter_modules(__path__)]
-    return tuple(sorted((s for s in found if s), key=lambda s: s.order))
+    found = [s for s in found if s]
+    top = sorted((s for s in found if s.place in PLACES),
+                 key=lambda s: (PLACES.index(s.place), s.order))
+    return tuple(section for s in top for section in
+                 (s, *sorted((x for x in found if x.place == s.key), key=lambda x: x.order)))
+
+
+def placed(place: str) -> list[Section]:
+    """The sections of one place, in order."""
+    return [s for s in sections() if s.place == place]
 
 
 def drawn(context: dict, *keys: str) -> bool:

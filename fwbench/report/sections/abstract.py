@@ -9,7 +9,7 @@ from fwbench.analysis.claims import VERDICTS, wording
 from fwbench.analysis.controls import passed as control_passed
 from fwbench.plan.frameworks import FASTER
 from fwbench.report.inputs import Inputs
-from fwbench.report.sections import machine
+from fwbench.report.sections import Section, machine
 from fwbench.report.sections.reproduction import tally
 
 
@@ -113,3 +113,8 @@ def _exploratory_clause(rated: pd.DataFrame) -> str:
         return ""
     every = "every one of these verdicts is" if hints == len(rated) else f"{hints} of them are"
     return f"; {every} exploratory, a hint rather than a finding"
+
+
+SECTION = Section(key="abstract", place="head", order=30, late=True,
+                  context=lambda b: context(b.data, b.facts, b.software, b.context["claims"],
+                                            b.context["failures"]))

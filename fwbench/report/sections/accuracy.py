@@ -9,11 +9,11 @@ import pandas as pd
 from fwbench.analysis.claims import wording
 from fwbench.analysis.claims.real_data import metric_format, no_real_data, real_data_trials
 from fwbench.analysis.claims.setting import with_dataset
-from fwbench.analysis.estimators import median_ci
+from fwbench.analysis.summaries import median_interval
 from fwbench.plan.cells import REAL_DATA
 from fwbench.report import formatting, tables
 from fwbench.report.inputs import Inputs
-from fwbench.report.sections import Subsection
+from fwbench.report.sections import Section
 
 
 def context(numbering: tables.Numbering, data: Inputs) -> dict:
@@ -42,15 +42,6 @@ def of_ok_trials(frame: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
     return frame[[tuple(key) in wanted for key in frame[keys].astype(str).to_numpy()]]
 
 
-def _median_interval(values) -> dict:
-    """The median over trials with its distribution-free interval
-    (fwbench.analysis.estimators.median_ci)."""
-    values = [float(v) for v in values if not wording.missing(v)]
-    ci = median_ci(values)
-    return {"n": len(values), "median": ci.estimate, "low": ci.low, "high": ci.high,
-            "level": ci.level}
-
-
 def _groups(frame: pd.DataFrame):
     """(axis values, trials) per training group and framework, in order."""
     if frame.empty:
@@ -66,7 +57,7 @@ def epoch_time_summary(trials: pd.DataFrame) -> pd.DataFrame:
     (column) a published value selects and the ``dataset`` its setting names."""
     frame = with_dataset(real_data_trials(trials, "convergence"))
     return pd.DataFrame([{**key, "dataset": group["dataset"].iloc[0], "measure": measure,
-                          "phase": phase, "metric": column, **_median_interval(group[column])}
+                          "phase": phase, "metric": column, **median_interval(group[column])}
                          for key, group in _groups(frame)
                          for column, (measure, phase) in EPOCH_TIMES.items()])
 
@@ -89,7 +80,7 @@ def _median_text(values, column: str, notes: formatting.Notes, reason: str, unif
     """The median over trials with its interval (and coverage when not the table's), as
     text."""
     fmt = metric_format(column)
-    m = _median_interval(values)
+    m = median_interval(values)
     if not m["n"]:
         return notes.missing(reason)
     if m["n"] == 1:
@@ -122,7 +113,7 @@ def accuracy_table(numbering: tables.Numbering, data: Inputs) -> dict:
                ACCURACY_TABLE[e]]
     axes = tables.varying(frame, wording.TRAINING_AXES) or ["model"]
     uniform = formatting.one_level(m["level"] for _, g in _groups(frame) for c, _ in columns
-                                   for m in [_median_interval(g[c])] if m["n"] > 1)
+                                   for m in [median_interval(g[c])] if m["n"] > 1)
     rows = []
     for key, group in _groups(frame):
         values = []
@@ -157,5 +148,6 @@ def accuracy_table(numbering: tables.Numbering, data: Inputs) -> dict:
                         classes=[""] * (len(axes) + 1) + ["num"] * (1 + len(columns)))
 
 
-SUBSECTION = Subsection(key="accuracy", title="Accuracy and convergence", order=20,
-                        context=context, shown=lambda c: bool(c["accuracy"]["table"]["number"]))
+SECTION = Section(key="accuracy", place="results", order=20, title="Accuracy and convergence",
+                  context=lambda b: context(b.numbering, b.data),
+                  shown=lambda c: bool(c["accuracy"]["table"]["number"]))

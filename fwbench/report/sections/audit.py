@@ -12,6 +12,7 @@ from fwbench import __version__
 from fwbench.analysis.claims import wording
 from fwbench.report.formatting import Notes, redact
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import Section
 from fwbench.report.tables import Legend, Numbering, table
 
 
@@ -201,3 +202,7 @@ def builder_versions() -> dict:
         except PackageNotFoundError:
             out[package] = "not installed"
     return out
+
+
+SECTION = Section(key="audit", anchor="appendix-audit", place="appendix", order=10,
+                  title="Version audit", context=lambda b: context(b.numbering, b.data, b.run))

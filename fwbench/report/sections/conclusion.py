@@ -12,7 +12,7 @@ from fwbench.analysis.controls import passed as control_passed
 from fwbench.analysis.gate import failures
 from fwbench.plan.frameworks import FASTER
 from fwbench.report.inputs import Inputs
-from fwbench.report.sections import machine
+from fwbench.report.sections import Section, machine
 from fwbench.report.sections.preliminary import is_preliminary
 
 # A verdict's comparisons are listed by name up to this many, else counted with their range.
@@ -87,3 +87,7 @@ def _would_change(rated: pd.DataFrame, controls: pd.DataFrame) -> str:
         text += (" Its A/A controls, the run's own check of false positives, "
                  + ("all passed." if ok.all() else f"passed {int(ok.sum())} of {len(ok)}."))
     return text
+
+
+SECTION = Section(key="conclusion", place="body", order=60, title="Conclusion",
+                  context=lambda b: context(b.data))

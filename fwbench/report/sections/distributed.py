@@ -22,7 +22,7 @@ from fwbench.report.figures import scaling as scaling_figures
 from fwbench.report.figures.scaling import DISTRIBUTED_AXES
 from fwbench.report.figures.style import Figure
 from fwbench.report.inputs import Inputs
-from fwbench.report.sections import Subsection, drawn
+from fwbench.report.sections import Section, drawn
 
 
 def context(numbering: tables.Numbering, data: Inputs) -> dict:
@@ -116,8 +116,10 @@ def strategy_table(numbering: tables.Numbering, data: Inputs) -> dict:
                         classes=[""] * (len(axes) + 1) + ["num", ""] + ["num"] * 4 + [""])
 
 
-SUBSECTION = Subsection(
-    key="distributed", title="Beyond one device: scaling and strategies", order=30,
-    context=context, figures=figures,
+SECTION = Section(
+    key="distributed", place="results", order=30,
+    title="Beyond one device: scaling and strategies",
+    context=lambda b: context(b.numbering, b.data),
+    figures=lambda data, folder, failures: figures(data, folder),
     shown=lambda c: (drawn(c, "scaling") or bool(c["distributed"]["scaling"]["number"])
                      or bool(c["distributed"]["strategies"]["number"])))

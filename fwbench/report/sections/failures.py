@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fwbench.report.formatting import Notes
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import Section
 from fwbench.report.tables import Numbering, table
 
 
@@ -20,3 +21,7 @@ def context(numbering: Numbering, data: Inputs) -> dict:
     return table(numbering, "failures", caption, ["Cell", "Trial", "Status", "Reason"], rows,
                  Notes(), f"Every one of the {len(trials)} trials ended ok.",
                  classes=["id", "num", "", "msg"])
+
+
+SECTION = Section(key="failures", anchor="appendix-failures", place="appendix", order=20,
+                  title="Failures and trials", context=lambda b: context(b.numbering, b.data))

@@ -11,6 +11,7 @@ import pandas as pd
 from fwbench.analysis.claims import wording
 from fwbench.report.formatting import Notes
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import Section
 from fwbench.report.tables import Numbering, table
 
 # Tests only some runs run, each with the reference a reader needs: (words, test name or
@@ -71,3 +72,8 @@ def _decision(decision: str) -> str:
     for code, words in wording.OUTCOME_LABELS.items():
         decision = decision.replace(code, words)
     return decision
+
+
+SECTION = Section(key="tests", template="hypothesis_tests", anchor="appendix-tests",
+                  place="appendix", order=30, title="Every hypothesis test",
+                  context=lambda b: {**context(b.numbering, b.data), "cited": cited(b.data)})

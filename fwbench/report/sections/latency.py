@@ -11,7 +11,7 @@ from fwbench.report.figures import usage
 from fwbench.report.figures.style import Figure
 from fwbench.report.formatting import Notes, cell_text, fmt
 from fwbench.report.inputs import Inputs
-from fwbench.report.sections import Subsection, drawn
+from fwbench.report.sections import Section, drawn
 
 
 def context(numbering: tables.Numbering, data: Inputs) -> dict:
@@ -72,6 +72,8 @@ def _levels(frame) -> str:
     return f"{wording.join(levels)} " if levels else ""
 
 
-SUBSECTION = Subsection(
-    key="latency", title="Latency", order=50, context=context, figures=figures,
+SECTION = Section(
+    key="latency", place="results", order=50, title="Latency",
+    context=lambda b: context(b.numbering, b.data),
+    figures=lambda data, folder, failures: figures(data, folder),
     shown=lambda c: bool(c["latency"]["table"]["number"]) or drawn(c, "latency"))

@@ -13,7 +13,7 @@ from fwbench.report.figures import usage
 from fwbench.report.figures.style import Figure
 from fwbench.report.formatting import fmt
 from fwbench.report.inputs import Inputs
-from fwbench.report.sections import Subsection, drawn
+from fwbench.report.sections import Section, drawn
 
 
 def context(numbering: tables.Numbering, data: Inputs) -> dict:
@@ -137,6 +137,8 @@ def _memory_verdict(row, notes: formatting.Notes):
     return said
 
 
-SUBSECTION = Subsection(
-    key="memory", title="Memory", order=40, context=context, figures=figures,
+SECTION = Section(
+    key="memory", place="results", order=40, title="Memory",
+    context=lambda b: context(b.numbering, b.data),
+    figures=lambda data, folder, failures: figures(data, folder),
     shown=lambda c: bool(c["memory"]["table"]["number"]) or drawn(c, "memory"))

@@ -11,7 +11,7 @@ from fwbench.analysis.trial_quality import adjacency_summary, steadiness_summary
 from fwbench.report.facts import column_or_none, is_native, pinned, rows_where
 from fwbench.report.formatting import Notes, NotMeasured, count, span
 from fwbench.report.inputs import Inputs
-from fwbench.report.sections import machine, plan
+from fwbench.report.sections import Section, machine, plan
 from fwbench.report.sections.hypothesis_tests import fitting_tests
 from fwbench.report.tables import Numbering, table
 
@@ -247,3 +247,12 @@ def _where_measured(trials: pd.DataFrame, framework: str) -> list[str]:
         out.append(f"{who}: {count(unknown)} recorded no environment, so where they ran is "
                    "unknown.")
     return out
+
+
+# Section 2's subsections, always present.
+PARTS = [("measured", "What was measured"), ("software", "Software and settings"),
+         ("stack", "The two framework environments"), ("hardware", "Hardware"),
+         ("timing", "Repetitions and timing"), ("statistics", "Statistics")]
+
+SECTION = Section(key="method", place="body", order=20, title="Method", parts=lambda c: PARTS,
+                  context=lambda b: context(b.numbering, b.data, b.software, b.facts))

@@ -11,7 +11,7 @@ from fwbench.analysis.origins import HETEROGENEITY_ALPHA, origins, pooled_compar
 from fwbench.report import tables
 from fwbench.report.formatting import Notes, fmt, interval_text, verdict_text
 from fwbench.report.inputs import Inputs
-from fwbench.report.sections import Subsection
+from fwbench.report.sections import Section
 
 
 def context(numbering: tables.Numbering, data: Inputs) -> dict:
@@ -123,5 +123,6 @@ def _everywhere(pooled: pd.DataFrame, first: pd.DataFrame) -> dict:
             "n_same": len(same), "n_differ": len(differ)}
 
 
-SUBSECTION = Subsection(key="origins", title="Per machine", order=60, context=context,
-                        shown=lambda c: c["origins"]["shown"])
+SECTION = Section(key="origins", place="results", order=60, title="Per machine",
+                  context=lambda b: context(b.numbering, b.data),
+                  shown=lambda c: c["origins"]["shown"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fwbench.analysis.gate import passes
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import Section
 
 # How each check reads as a heading.
 TITLES = {"one measuring code": "One version of what measures",
@@ -47,3 +48,7 @@ def markdown(data: Inputs) -> str | None:
 def _sentence(text: str) -> str:
     text = str(text).strip()
     return text[0].upper() + text[1:] if text else text
+
+
+SECTION = Section(key="preliminary", place="head", order=10, template=None,
+                  context=lambda b: context(b.data))  # laid out in the warnings block

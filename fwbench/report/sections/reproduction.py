@@ -23,7 +23,7 @@ from fwbench.report.figures import convergence, papers, speed, style
 from fwbench.report.figures.style import Figure
 from fwbench.report.formatting import span
 from fwbench.report.inputs import Inputs
-from fwbench.report.sections import machine
+from fwbench.report.sections import Section, machine
 from fwbench.report.sections.accuracy import data_sources, epoch_time_summary, of_ok_trials
 from fwbench.report.sections.preliminary import is_preliminary
 from fwbench.report.sections.unmeasured import for_readers
@@ -341,3 +341,10 @@ def _confusion_cell(confusion: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     return frame, (f"the cell ({cell}), after its last validation on the test set, chosen as "
                    "the paper's ResNet18 (else the first cell), with the GPU, idiomatic mode "
                    "and defaults profile where the run has them")
+
+
+SECTION = Section(
+    key="claims", template="reproduction", anchor="reproduction", place="body", order=40,
+    title="Reproduction of the source papers", figures=figures,
+    context=lambda b: context(b.numbering, b.data, b.figures),
+    parts=lambda c: [(f"paper-{p}", c["claims"]["papers"][p]["short"]) for p in PAPERS])

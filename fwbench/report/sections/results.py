@@ -17,7 +17,7 @@ from fwbench.report.facts import first_message
 from fwbench.report.figures import flops, speed, telemetry
 from fwbench.report.figures.style import Figure
 from fwbench.report.inputs import Inputs
-from fwbench.report.sections import machine
+from fwbench.report.sections import Section, drawn, machine, placed
 
 
 def context(numbering: tables.Numbering, data: Inputs, failures: dict) -> dict:
@@ -252,3 +252,21 @@ def _cell_remarks(row, shared: list[str]) -> list[str]:
     if not wording.missing(row.get("status")) and str(row["status"]) != "ok":
         parts.append(f"{row['status']}: {row.get('message', '')}".strip(": "))
     return parts
+
+
+def parts(context: dict) -> list[tuple[str, str]]:
+    """Section 3's subsections that have something measured to show: its own four, then those
+    placed in it (fwbench.report.sections)."""
+    present = [
+        ("relative", "Relative time", True),
+        ("cells", "Every cell", True),
+        ("batch", "Batch size", drawn(context, "inference_vs_batch")),
+        ("energy", "Energy, achieved FLOP/s and telemetry",
+         drawn(context, "energy", "flops", "telemetry")),
+        *((s.id, s.title, s.shown(context)) for s in placed("results")),
+    ]
+    return [(key, title) for key, title, shown in present if shown]
+
+
+SECTION = Section(key="results", place="body", order=30, title="Results", parts=parts,
+                  context=lambda b: context(b.numbering, b.data, b.reasons), figures=figures)

@@ -7,6 +7,7 @@ import pandas as pd
 from fwbench.analysis.claims import min_trials, wording
 from fwbench.analysis.claims.numbers import fmt
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import Section
 
 # The p-value florencio2019 reports for each of its five hypotheses (Results, paired Wilcoxon).
 FLORENCIO_P = 3.896559845095909e-18
@@ -57,3 +58,9 @@ def _host(trials: pd.DataFrame, *, has_controls: bool) -> str:
                      f"trial's own busy at most {fmt(busy.max() / 100, 'level')} of the time "
                      "while it was timed")
     return sentence + "."
+
+
+SECTION = Section(key="threats", anchor="limits", place="body", order=50,
+                  title="Limits of this run", context=lambda b: context(b.data, b.facts),
+                  parts=lambda c: [("unmeasured", "What this run did not measure"),
+                                   ("threats", "Threats to validity")])

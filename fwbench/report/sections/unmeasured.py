@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from fwbench.report.sections import Section
+
 # A reason as a reader of the paper reads it: a preset by its name, and without the paths,
 # tables and config keys that tell a developer where to look.
 FOR_READERS = [
@@ -73,3 +75,7 @@ def _clause(reason: str) -> str:
         reason = reason.split(": ", 1)[1]
     reason = reason.rstrip(".")
     return reason[:1].lower() + reason[1:] if reason[:2] != reason[:2].upper() else reason
+
+
+SECTION = Section(key="unmeasured", place="body", order=55, template=None, late=True,
+                  context=lambda b: context(b.figures, b.context))  # in threats' block

@@ -12,6 +12,7 @@ from fwbench.analysis.claims import wording
 from fwbench.report.facts import column_or_none, is_native, machine_columns, pinned, rows_where
 from fwbench.report.formatting import count
 from fwbench.report.inputs import Inputs
+from fwbench.report.sections import Section
 
 # A table's file as a reason names it ("comparisons.csv has no rows"): "its file", for a reader.
 TABLE_FILE = re.compile(r"[\w.-]+[.](?:csv|parquet)\b")
@@ -111,3 +112,7 @@ def unpinned_warnings(trials: pd.DataFrame) -> list[str]:
         out.append(f"{count(unknown, 'trial')} recorded no environment (no env.json beside the "
                    "result): whether they ran natively or in a pinned image is unknown.")
     return out
+
+
+SECTION = Section(key="warnings", place="head", order=20,
+                  context=lambda b: context(b.data, b.software))

@@ -16,7 +16,7 @@ from fwbench.report.figures import why as why_figures
 from fwbench.report.figures.style import Figure
 from fwbench.report.formatting import Notes, cell_text, fmt, interval_text
 from fwbench.report.inputs import Inputs
-from fwbench.report.sections import Subsection, drawn
+from fwbench.report.sections import Section, drawn
 from fwbench.report.tables import Numbering, table
 
 
@@ -55,8 +55,7 @@ def _log_interval(row, low: str, high: str, notes: Notes, reason: str) -> object
 def decomposition_table(numbering: Numbering, data: Inputs) -> dict:
     frame, notes, rows = data.ablation, Notes(), []
     if "row" in frame:
-        keys = [k for k in ("run", "experiment", "device", "model", "phase", "batch_size",
-                            "input_shape") if k in frame]
+        keys = [k for k in GROUP if k in frame]
         for _key, group in frame.groupby(keys, sort=True):
             first = group.iloc[0]
             rows.append({"group": f"{first['model']} {first['phase']}, batch "
@@ -356,9 +355,10 @@ def _gap_test_sentences(gaps, ident) -> list[str]:
     return out
 
 
-SUBSECTION = Subsection(
-    key="why", title="Why: factors, and where the time goes", order=10, context=context,
-    figures=figures,
+SECTION = Section(
+    key="why", place="results", order=10, title="Why: factors, and where the time goes",
+    context=lambda b: context(b.numbering, b.data),
+    figures=lambda data, folder, failures: figures(data, folder),
     shown=lambda c: (bool(c["why"]["experiments"]) or drawn(c, "ablation_waterfall",
                                                             "time_breakdown")
                      or bool(c["why"]["gaps"]["number"])))

@@ -118,6 +118,21 @@ class PyTorchBackend(Backend):
         return {"device_peak_bytes": torch.cuda.max_memory_allocated(self.device),
                 "source": "torch.cuda.max_memory_allocated"}
 
+    @staticmethod
+    def build_info() -> dict:
+        """What torch says it was built with (build-time versions, not what is loaded)."""
+        cudnn = torch.backends.cudnn
+        return {
+            "version": torch.__version__,
+            "path": torch.__file__,
+            "git_version": getattr(torch.version, "git_version", None),
+            "cuda": torch.version.cuda,
+            "hip": getattr(torch.version, "hip", None),
+            "cudnn": cudnn.version() if cudnn.is_available() else None,
+            "cuda_available": torch.cuda.is_available(),
+            "config": torch.__config__.show(),
+        }
+
     def versions(self) -> dict:
         config = torch.__config__.show()
         blas = re.search(r"BLAS_INFO=(\w+)", config)

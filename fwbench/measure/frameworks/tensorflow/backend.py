@@ -145,6 +145,18 @@ class TensorFlowBackend(Backend):
         return {"device_peak_bytes": tf.config.experimental.get_memory_info("GPU:0")["peak"],
                 "source": "tf.config.experimental.get_memory_info('GPU:0')['peak']"}
 
+    @staticmethod
+    def build_info() -> dict:
+        """What TensorFlow says it was built with (build-time versions, not what is loaded)."""
+        return {
+            "version": tf.__version__,
+            "path": tf.__file__,
+            "git_version": tf.version.GIT_VERSION,
+            "compiler": tf.version.COMPILER_VERSION,
+            "built_with_cuda": tf.test.is_built_with_cuda(),
+            "build_info": {k: _plain(v) for k, v in tf.sysconfig.get_build_info().items()},
+        }
+
     def versions(self) -> dict:
         from tensorflow.python.util import _pywrap_util_port
 
@@ -174,3 +186,12 @@ def _op_determinism() -> bool:
 def _bf16_supported(gpus) -> bool:
     details = [tf.config.experimental.get_device_details(gpu) for gpu in gpus]
     return bool(details) and all(d.get("compute_capability", (0, 0)) >= (8, 0) for d in details)
+
+
+def _plain(value):
+    """A build-info value as JSON holds it."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(value)
