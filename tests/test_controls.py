@@ -13,6 +13,7 @@ import yaml
 from fwbench.analysis.controls import control_comparisons
 from fwbench.errors import ConfigError
 from fwbench.plan.config import validate
+from fwbench.plan.sizing import pairs_for_equivalence
 from fwbench.plan.sweep import Plan
 from tests.conftest import snakemake
 from tests.reference_runs import rebuild
@@ -44,7 +45,7 @@ def test_a_cell_without_a_control_keeps_its_settings(tiny_config):
     """Adding the field reruns no trial of a run planned before it: a cell's settings (a trial
     job's params) do not name it."""
     plan = _plan(tiny_config)
-    assert all("control" not in plan.trial_settings(t)["cell"] for t in plan.trials)
+    assert all("control" not in plan.trial_settings(t).to_dict()["cell"] for t in plan.trials)
 
 
 @pytest.mark.parametrize("selector", [{"model": "resnet18"}, {"phase": "train"},
@@ -87,7 +88,16 @@ def test_a_control_whose_slots_are_alike_passes_and_one_whose_slots_differ_fails
     assert slower["note"].startswith("failed: the design found a difference")
     [noisy] = control_comparisons(*_control_tables(1.0, pairs=3, sd=0.2)).to_dict("records")
     assert not noisy["passed"] and noisy["verdict"] == "inconclusive"
-    assert "3 pairs, fewer than the 7" in noisy["note"]
+    assert "for its 3 pairs to decide" in noisy["note"]
+    assert "fewer than the 7 pairs a verdict needs" in noisy["note"]
+    # What would decide it: the sizing rule's pairs at its own SD (fwbench.plan.sizing).
+    try:
+        needed = pairs_for_equivalence(sd=noisy["sd_log_ratio"], rope=0.05, alpha=0.05,
+                                       power=0.8)
+    except ValueError:
+        needed = "more than 200"
+    assert (f"at its per-pair SD of {noisy['sd_log_ratio']:.3f}, showing it with power 0.8 "
+            f"needs {needed} pairs") in noisy["note"]
 
 
 @pytest.mark.slow

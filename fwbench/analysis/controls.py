@@ -20,6 +20,7 @@ from fwbench.analysis.columns import CELL_AXES
 from fwbench.analysis.comparisons import compare_paired
 from fwbench.analysis.stats import with_default_axes
 from fwbench.analysis.trial_stats import iteration_groups, trial_statistics
+from fwbench.plan.sizing import N_MAX, pairs_for_equivalence
 
 CONTROL_AXES = CELL_AXES
 CONTROL_COLUMNS = [
@@ -43,6 +44,7 @@ def control_comparisons(trials: pd.DataFrame, iterations: pd.DataFrame, *,
     per_trial = trial_statistics(with_default_axes(trials),
                                  iteration_groups(with_default_axes(iterations)))
     groups = dict(list(trials.groupby(["run", "pair_id"], sort=True)))
+    power = (_plan.get("sizing") or {}).get("power", 0.8)
     rows = []
     for (run, pair_id), planned in groups.items():
         ok = per_trial[(per_trial["run"] == run) & (per_trial["pair_id"] == pair_id)]
@@ -55,13 +57,15 @@ def control_comparisons(trials: pd.DataFrame, iterations: pd.DataFrame, *,
         covers = bool(result["ratio_ci_low"] <= 1 <= result["ratio_ci_high"])
         passed = result["verdict"] == "equivalent"
         first = planned.iloc[0]
+        sd = float(np.std(d, ddof=1)) if d.size > 1 else math.nan
         rows.append({
             "run": run, "control": pair_id, **{k: first[k] for k in CONTROL_AXES},
             "family_size": len(groups), "n_a": len(a), "n_b": len(b), "n_pairs": len(common),
             **{k: result[k] for k in CONTROL_COLUMNS if k in result},
-            "sd_log_ratio": float(np.std(d, ddof=1)) if d.size > 1 else math.nan,
-            "covers_1": covers, "passed": passed,
-            "note": _note(result, len(common), min_trials_for_verdict, covers),
+            "sd_log_ratio": sd, "covers_1": covers, "passed": passed,
+            "note": _note(result, len(common), min_trials_for_verdict, covers,
+                          _pairs_needed(sd, rope=rope, alpha=(1 - confidence) / len(groups),
+                                        power=power)),
         })
     return pd.DataFrame(rows, columns=CONTROL_COLUMNS)
 
@@ -74,15 +78,27 @@ def passed(controls: pd.DataFrame) -> pd.Series:
     return controls["passed"].astype(str).str.lower().isin(["true", "1"])
 
 
-def _note(result: dict, pairs: int, min_pairs: int, covers: bool) -> str:
+def _pairs_needed(sd: float, *, rope: float, alpha: float, power: float) -> str:
+    """What would show a true 1 equivalent at this control's per-pair SD, in words: the pairs
+    the plan's sizing rule would ask (fwbench.plan.sizing) with ``power``; "" without an SD."""
+    if not sd > 0:
+        return ""
+    try:
+        needed = str(pairs_for_equivalence(sd=sd, rope=rope, alpha=alpha, power=power))
+    except ValueError:
+        needed = f"more than {N_MAX}"
+    return (f" (at its per-pair SD of {sd:.3f}, showing it with power {power:g} needs {needed} "
+            "pairs)")
+
+
+def _note(result: dict, pairs: int, min_pairs: int, covers: bool, needed: str = "") -> str:
     if result["verdict"] == "equivalent":
         return f"passed: equivalent to 1 over {pairs} pairs"
     if result["verdict"].endswith("_faster"):
         return (f"failed: the design found a difference between a cell and itself "
                 f"({result['ratio']:.3f}, interval excluding 1), a false positive")
-    few = f"; {pairs} pairs, fewer than the {min_pairs} a verdict needs" if pairs < min_pairs \
-        else ""
+    few = f"; fewer than the {min_pairs} pairs a verdict needs" if pairs < min_pairs else ""
     return ("failed: not shown equivalent to 1 within the margin: the run's noise is too large "
-            f"for its pairs to decide a difference that size{few}"
+            f"for its {pairs} pairs to decide a difference that size{needed}{few}"
             + ("" if covers else "; its interval excludes 1"))
 
