@@ -1,5 +1,6 @@
 """The tables' vocabulary (fwbench.analysis.columns): the axis lists follow the cell's fields,
-and every shipped run's stats files hold the columns their modules name, in that order."""
+and every shipped run's stats files hold the columns their modules name, in that order
+(fwbench.analysis.stats_files)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from dataclasses import fields
 import pandas as pd
 import pytest
 
-from fwbench.analysis.columns import AXES, CELL_AXES, PAIR_AXES, TRAINING_AXES, stats_files
+from fwbench.analysis.columns import AXES, CELL_AXES, PAIR_AXES, TRAINING_AXES
+from fwbench.analysis.stats_files import STATS_FILES
 from fwbench.plan.cells import Cell
 from tests.reference_runs import SHIPPED
 
@@ -23,7 +25,7 @@ def test_the_axis_lists_follow_the_cells_fields():
 
 @pytest.mark.parametrize("run", SHIPPED, ids=lambda run: run.name)
 def test_every_stats_file_holds_the_columns_its_module_names(run):
-    registered = stats_files()
+    registered = STATS_FILES
     written = sorted(p.name for p in (run / "stats").glob("*.csv"))
     assert set(written) <= set(registered), set(written) - set(registered)
     for name in written:

@@ -1,10 +1,9 @@
-"""The vocabulary of the tables: their axis columns, derived from the cell, and the columns every
-stats file holds, read by analysis/ where it writes them and by report/ where it reads them.
+"""The vocabulary of the tables: their axis columns, derived from the cell, read by analysis/
+where it writes them and by report/ where it reads them.
 
-A stats file's columns are its module's list (``comparisons.COMPARISON_COLUMNS``, ...),
-gathered here in ``STATS_FILES``; tests/test_columns.py checks every shipped run's files
-against it. The columns naming a framework's side are the framework registry's
-(fwbench.plan.frameworks.per_side), never written by hand.
+A stats file's columns are its module's list (``comparisons.COMPARISON_COLUMNS``, ...), all of
+them named in fwbench.analysis.stats_files; the columns naming a framework's side are the
+framework registry's (fwbench.plan.frameworks.per_side), never written by hand.
 
 Usage::
 
@@ -36,40 +35,3 @@ CELL_AXES = [f.name for f in fields(Cell) if f.default is MISSING]
 PAIR_AXES = [*without(CELL_AXES, "framework"), "optimizer", "world_size"]
 # What tells training results apart: a pair's axes but the phase (always train).
 TRAINING_AXES = without(PAIR_AXES, "phase")
-
-
-def stats_files() -> dict[str, list[str]]:
-    """Every stats file a run writes (results/<run>/stats/), and its columns in order."""
-    from fwbench.analysis import (
-        ablation,
-        comparisons,
-        controls,
-        flops,
-        gate,
-        latency,
-        memory,
-        scaling,
-        stats,
-        tests_table,
-        trial_quality,
-        trial_stats,
-    )
-
-    return {
-        "cells.csv": trial_stats.CELL_COLUMNS,
-        "comparisons.csv": comparisons.COMPARISON_COLUMNS,
-        "sensitivity.csv": comparisons.SENSITIVITY_COLUMNS,
-        "quality.csv": trial_quality.QUALITY_COLUMNS,
-        "tests.csv": tests_table.TEST_COLUMNS,
-        "plan.csv": stats.PLAN_COLUMNS,
-        "controls.csv": controls.CONTROL_COLUMNS,
-        "gate.csv": gate.GATE_COLUMNS,
-        "memory.csv": memory.MEMORY_COLUMNS,
-        "memory_comparisons.csv": memory.MEMORY_COMPARISON_COLUMNS,
-        "latency.csv": latency.LATENCY_COLUMNS,
-        "flops.csv": flops.FLOPS_COLUMNS,
-        "ablation.csv": ablation.DECOMPOSITION_COLUMNS,
-        "gaps.csv": ablation.GAP_COLUMNS,
-        "scaling.csv": scaling.EFFICIENCY_COLUMNS,
-        "strategies.csv": scaling.COMPARISON_COLUMNS,
-    }

@@ -88,3 +88,9 @@ class Backend:
     def versions(self) -> dict:
         """Framework version, build facts, and the math libraries in use."""
         raise NotImplementedError("Backend must implement versions")
+
+    @staticmethod
+    def build_info() -> dict:
+        """What the framework says it was built with (build-time versions, not what is
+        loaded), for the trial's provenance (fwbench.measure.provenance.framework_build)."""
+        raise NotImplementedError("Backend must implement build_info")
