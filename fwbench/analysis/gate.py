@@ -11,7 +11,14 @@ from pathlib import Path
 import pandas as pd
 
 from fwbench.analysis.claims.numbers import fmt
-from fwbench.analysis.claims.wording import OUTCOME_LABELS, count, join, label, pair_name
+from fwbench.analysis.claims.wording import (
+    OUTCOME_LABELS,
+    count,
+    join,
+    label,
+    pair_name,
+    telling_apart,
+)
 from fwbench.analysis.controls import passed
 from fwbench.measure.telemetry.outside import NO_OUTSIDE, outside_busy
 from fwbench.plan.frameworks import FASTER
@@ -33,7 +40,7 @@ def gate(trials: pd.DataFrame, comparisons: pd.DataFrame, *, statistics: dict,
         "one measuring code": measuring_code(trials),
         "one processor kind": processor_kind(trials),
         "quiet": quiet(trials, statistics.get("quiet_busy_max", QUIET_BUSY_MAX)),
-        "A/A controls": aa_controls(controls),
+        "A/A controls": aa_controls(controls, telling_apart(comparisons)),
         "headline comparisons": headline(comparisons, statistics),
     }
     rows = [{"check": check, "passed": passed, "reason": reason}
@@ -161,31 +168,33 @@ def _outside_busy(row) -> float | None:
     return 0.0 if how == NO_OUTSIDE else busy
 
 
-def aa_controls(controls: pd.DataFrame | None) -> tuple[bool, list[str]]:
+def aa_controls(controls: pd.DataFrame | None, also=()) -> tuple[bool, list[str]]:
     """The same framework in both slots of a pair: a control that finds a difference shows
-    the design's own false positives, and a design is trusted only when its controls pass."""
+    the design's own false positives, and a design is trusted only when its controls pass.
+    ``also``: the axes that tell the run's comparisons apart, which name its controls too."""
     if controls is None or controls.empty:
         return False, ["no A/A controls: the run compared no framework with itself, so its "
                        "design's own false-positive rate is unknown."]
     failed = controls[~passed(controls)]
     if len(failed):
-        return False, [f"{_control_name(row)} failed (ratio {fmt(row['ratio'], 'ratio')}): "
+        return False, [f"{_control_name(row, also)} failed (ratio {fmt(row['ratio'], 'ratio')}): "
                        f"{str(row['note']).removeprefix('failed: ')}."
                        for _, row in failed.iterrows()]
     return True, [f"Every A/A control passed ({count(len(controls), 'control')}): "
-                  + "; ".join(f"{_control_name(row)} (ratio {fmt(row['ratio'], 'ratio')})"
+                  + "; ".join(f"{_control_name(row, also)} (ratio {fmt(row['ratio'], 'ratio')})"
                               for _, row in controls.iterrows()) + "."]
 
 
-def _control_name(row) -> str:
+def _control_name(row, also=()) -> str:
     """An A/A control in words, as page 1 names it: "PyTorch's A/A control of lenet5 inference
     at batch 4 on the CPU"."""
-    return f"{label(row.get('framework', ''))}'s A/A control of {_name(row, 'control')}"
+    return f"{label(row.get('framework', ''))}'s A/A control of {_name(row, 'control', also)}"
 
 
-def _name(row, key: str) -> str:
-    """A comparison or control in words where its row has the axes, else its id ``key``."""
-    return pair_name(row) or f"`{row[key]}`"
+def _name(row, key: str, also=()) -> str:
+    """A comparison or control in words where its row has the axes, else its id ``key``;
+    ``also``: the axes that tell it from the others ("with adam")."""
+    return pair_name(row, [a for a in also if a in row]) or f"`{row[key]}`"
 
 
 def headline(comparisons: pd.DataFrame, statistics: dict | None = None
@@ -200,7 +209,8 @@ def headline(comparisons: pd.DataFrame, statistics: dict | None = None
     undecided = comparisons[~comparisons["verdict"].isin(DECIDED) | hint]
     rule = (statistics or {}).get("sizing")
     rows = [row for _, row in undecided.iterrows()]
-    powered = [_powered(row, rule, statistics) for row in rows]
+    also = telling_apart(comparisons)
+    powered = [_powered(row, rule, statistics, also) for row in rows]
     failed = [(row, why) for row, (ok, why) in zip(rows, powered) if not ok]
     if not failed:
         return True, [f"Every headline comparison is decided "
@@ -213,7 +223,7 @@ def headline(comparisons: pd.DataFrame, statistics: dict | None = None
     # sizing rule gives every undecided comparison the same cause.
     named: dict[tuple[str, str], list[str]] = {}
     for row, why in failed:
-        named.setdefault((row.verdict, why), []).append(_name(row, "pair_id"))
+        named.setdefault((row.verdict, why), []).append(_name(row, "pair_id", also))
     return False, [f"The comparison{'s' if len(names) > 1 else ''} of {join(names)} "
                    + _state(verdict, len(names) > 1) + f": {why}."
                    for (verdict, why), names in named.items()]
@@ -226,7 +236,7 @@ def _state(verdict: str, plural: bool) -> str:
     return f"{'are' if plural else 'is'} {verdict}"
 
 
-def _powered(row, rule: dict | None, statistics: dict | None) -> tuple[bool, str]:
+def _powered(row, rule: dict | None, statistics: dict | None, also=()) -> tuple[bool, str]:
     """Whether an undecided comparison had the power the plan's sizing rule promised, and why
     (or why not)."""
     if not rule:
@@ -243,8 +253,8 @@ def _powered(row, rule: dict | None, statistics: dict | None) -> tuple[bool, str
     if not rule["ratio"] < row.ratio_ci_low <= row.ratio_ci_high < 1 / rule["ratio"]:
         return False, (f"its interval [{row.ratio_ci_low:.3f}, {row.ratio_ci_high:.3f}] reaches "
                        f"past {band}, the difference the plan's sizing rule promised to decide")
-    return True, (f"{_name(row, 'pair_id')} had {int(row.n_pairs_used)} pairs and its interval "
-                  f"[{row.ratio_ci_low:.3f}, {row.ratio_ci_high:.3f}] lies within {band}")
+    return True, (f"{_name(row, 'pair_id', also)} had {int(row.n_pairs_used)} pairs and its "
+                  f"interval [{row.ratio_ci_low:.3f}, {row.ratio_ci_high:.3f}] lies within {band}")
 
 
 def _column(frame: pd.DataFrame, name: str) -> pd.Series:
