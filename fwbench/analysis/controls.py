@@ -16,13 +16,15 @@ import math
 import numpy as np
 import pandas as pd
 
-from fwbench.analysis.columns import CELL_AXES
+from fwbench.analysis.columns import AXES
 from fwbench.analysis.comparisons import compare_paired
 from fwbench.analysis.stats import with_default_axes
 from fwbench.analysis.trial_stats import iteration_groups, trial_statistics
 from fwbench.plan.sizing import N_MAX, pairs_for_equivalence
 
-CONTROL_AXES = CELL_AXES
+# Every axis of the controlled cell, its optimizer and world size included, so that the gate
+# names it as it names the comparisons ("... with sgd").
+CONTROL_AXES = AXES
 CONTROL_COLUMNS = [
     "run", "control", *CONTROL_AXES, "family_size", "n_a", "n_b", "n_pairs", "ratio",
     "ratio_ci_low", "ratio_ci_high", "ratio_ci_level", "equivalence_ci_low",
