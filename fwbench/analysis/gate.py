@@ -194,7 +194,7 @@ def _control_name(row, also=()) -> str:
 def _name(row, key: str, also=()) -> str:
     """A comparison or control in words where its row has the axes, else its id ``key``;
     ``also``: the axes that tell it from the others ("with adam")."""
-    return pair_name(row, [a for a in also if a in row]) or f"`{row[key]}`"
+    return pair_name(row, also) or f"`{row[key]}`"
 
 
 def headline(comparisons: pd.DataFrame, statistics: dict | None = None

@@ -60,8 +60,7 @@ def run_trial(settings: Mapping | TrialSettings, result_path, env_path, telemetr
         settings = TrialSettings.from_dict(settings)
     settings = with_warmup(settings, warmup_path)
     cell = settings.cell
-    expected = {framework: image.to_dict() for framework, image in (settings.images or {}).items()}
-    images.check_runtime(cell.framework, expected)  # where it runs
+    images.check_runtime(cell.framework, settings.to_dict().get("images"))  # where it runs
     options = settings.telemetry
     uuids = telemetry.visible_gpu_uuids()[:cell.world_size] if cell.device == "cuda" else []
     idle = _read_json(idle_path) if idle_path else None

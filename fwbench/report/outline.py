@@ -4,6 +4,8 @@ table of contents."""
 
 from __future__ import annotations
 
+from string import ascii_uppercase
+
 from fwbench.report.sections import placed
 
 
@@ -13,18 +15,16 @@ def outline(context: dict) -> dict:
     numbered parts are those they declare (fwbench.report.sections)."""
     num, toc, n = {}, [], 0
     for section in [s for s in placed("body") if s.title]:
-        if not section.numbered:
-            toc.append({"id": section.id, "number": "", "title": section.title, "level": 2})
-            continue
-        n += 1
-        num[section.id] = str(n)
-        toc.append({"id": section.id, "number": str(n), "title": section.title, "level": 2})
+        n += section.numbered
+        number = str(n) if section.numbered else ""
+        num[section.id] = number
+        toc.append({"id": section.id, "number": number, "title": section.title, "level": 2})
         parts = section.parts(context) if section.parts else []
         for j, (part, title) in enumerate(parts, 1):
             num[part] = f"{n}.{j}"
             toc.append({"id": part, "number": num[part], "title": title, "level": 3})
     appendices = [s for s in placed("appendix") if s.title]
-    for letter, section in zip("ABCDEFGH", appendices):
+    for letter, section in zip(ascii_uppercase, appendices):
         num[section.id] = letter
     toc += [{"id": s.id, "number": f"Appendix {num[s.id]}", "title": s.title, "level": 2}
             for s in appendices]

@@ -34,7 +34,7 @@ from fwbench.report import datafiles, outline, readme
 from fwbench.report.facts import failure_reasons, run_facts, software
 from fwbench.report.figures.style import Figure
 from fwbench.report.inputs import Inputs, load_inputs, source_date_epoch
-from fwbench.report.sections import PLACES, Build, audit, placed, sections
+from fwbench.report.sections import Build, audit, placed, sections
 from fwbench.report.tables import Numbering, figure_entry
 
 if TYPE_CHECKING:  # imported where used, like jinja2
@@ -66,7 +66,7 @@ def build_context(data: Inputs, *, run: str, figures: dict, href: str, epoch: in
         if section.context:
             context[section.key] = section.context(build)
     context["blocks"] = {place: [s.block for s in placed(place) if s.block and _shown(s, context)]
-                         for place in (*PLACES, "results")}
+                         for place in dict.fromkeys(s.place for s in sections())}
     context["data_files"] = {name: datafiles.links(name, title, description, len(frame),
                                                    data_href)
                              for name, (title, description, frame)
