@@ -100,6 +100,16 @@ def test_a_control_whose_slots_are_alike_passes_and_one_whose_slots_differ_fails
             f"needs {needed} pairs") in noisy["note"]
 
 
+def test_a_control_is_judged_within_the_plans_control_margin():
+    # A control 7 % slower in slot b over 20 quiet pairs: not shown within ±5 % (the rope), but
+    # within the ±10 % the plan states for controls; without a control margin, the rope holds.
+    tables = _control_tables(1.07, pairs=20, sd=0.01)
+    [by_rope] = control_comparisons(*tables, rope=0.05).to_dict("records")
+    [by_margin] = control_comparisons(*tables, rope=0.05, control_margin=0.10).to_dict("records")
+    assert not by_rope["passed"] and by_rope["rope_high"] == pytest.approx(1.05)
+    assert by_margin["passed"] and by_margin["rope_high"] == pytest.approx(1.10)
+
+
 @pytest.mark.slow
 def test_a_run_with_controls_measures_gates_reports_and_rebuilds_them(tmp_path, tiny_config):
     config = {**tiny_config, "trials": 2, "controls": [{"framework": "tensorflow"}]}

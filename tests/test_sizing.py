@@ -70,6 +70,18 @@ def test_each_control_runs_the_pairs_the_rule_asks(tiny_config):
     assert len([t for t in Plan.from_config(_config(tiny_config)).trials if t.cell.control]) == 16
 
 
+def test_the_controls_are_sized_to_their_own_margin(tiny_config):
+    # The default config's rule: 7 pairs decide 0.85 in a family of 4, and 12 show each of two
+    # controls within ±10 %, where ±5 % (the rope) would take 38.
+    config = _config(tiny_config, sizing={"sd": 0.09, "ratio": 0.85, "power": 0.8},
+                     control_margin=0.10)
+    assert sizing_rule(config)["control_pairs"] == pairs_for_equivalence(
+        sd=0.09, rope=0.10, alpha=0.05, power=0.8)
+    assert pairs_to_decide(sd=0.09, ratio=0.85, alpha=0.05 / 4, power=0.8) == 7
+    assert pairs_for_equivalence(sd=0.09, rope=0.10, alpha=0.05 / 2, power=0.8) == 12
+    assert pairs_for_equivalence(sd=0.09, rope=0.05, alpha=0.05 / 2, power=0.8) == 38
+
+
 def test_too_few_pairs_for_the_rule_are_refused(tiny_config):
     with pytest.raises(ConfigError, match=r"'trials': 8 pairs, where the plan's sizing rule "
                                           r"\(statistics.sizing\) needs 18 .* family of 1"):

@@ -5,8 +5,8 @@ in a family of their own, outside the headline one: stats/controls.csv.
 
 A design that finds a difference between a cell and itself cannot be trusted to find one
 between two frameworks. A control passes when its ratio is equivalent to 1 within the plan's
-margin (``rope``); the shipping gate (fwbench.analysis.gate) fails a run with a control that
-does not.
+margin for controls (``control_margin``, else ``rope``); the shipping gate
+(fwbench.analysis.gate) fails a run with a control that does not.
 """
 
 from __future__ import annotations
@@ -35,18 +35,21 @@ CONTROL_COLUMNS = [
 
 def control_comparisons(trials: pd.DataFrame, iterations: pd.DataFrame, *,
                         confidence: float = 0.95, rope: float = 0.05,
+                        control_margin: float | None = None,
                         min_trials_for_verdict: int = 7, seed: int = 0,
                         **_plan) -> pd.DataFrame:
     """controls.csv from the controls' trials and iterations tables: one row per control, its
     ratio (slot a over slot b) and interval at the Bonferroni level over the run's controls,
-    its verdict, and whether it passed (equivalent to 1). ``_plan``: the rest of the analysis
-    plan, which a control does not read (its family is the run's controls)."""
+    its verdict, and whether it passed (equivalent to 1 within ``control_margin``, else
+    ``rope``). ``_plan``: the rest of the analysis plan, which a control does not read (its
+    family is the run's controls)."""
     if trials.empty:
         return pd.DataFrame(columns=CONTROL_COLUMNS)
     per_trial = trial_statistics(with_default_axes(trials),
                                  iteration_groups(with_default_axes(iterations)))
     groups = dict(list(trials.groupby(["run", "pair_id"], sort=True)))
     power = (_plan.get("sizing") or {}).get("power", 0.8)
+    margin = control_margin or rope
     rows = []
     for (run, pair_id), planned in groups.items():
         ok = per_trial[(per_trial["run"] == run) & (per_trial["pair_id"] == pair_id)]
@@ -54,7 +57,7 @@ def control_comparisons(trials: pd.DataFrame, iterations: pd.DataFrame, *,
                 for slot in ("a", "b"))
         common = a.index.intersection(b.index).sort_values()
         d = np.log(a[common].to_numpy()) - np.log(b[common].to_numpy())
-        result = compare_paired(d, family_size=len(groups), confidence=confidence, rope=rope,
+        result = compare_paired(d, family_size=len(groups), confidence=confidence, rope=margin,
                                 seed=seed, names=("a_faster", "b_faster"))
         covers = bool(result["ratio_ci_low"] <= 1 <= result["ratio_ci_high"])
         passed = result["verdict"] == "equivalent"
@@ -66,7 +69,7 @@ def control_comparisons(trials: pd.DataFrame, iterations: pd.DataFrame, *,
             **{k: result[k] for k in CONTROL_COLUMNS if k in result},
             "sd_log_ratio": sd, "covers_1": covers, "passed": passed,
             "note": _note(result, len(common), min_trials_for_verdict, covers,
-                          _pairs_needed(sd, rope=rope, alpha=(1 - confidence) / len(groups),
+                          _pairs_needed(sd, rope=margin, alpha=(1 - confidence) / len(groups),
                                         power=power)),
         })
     return pd.DataFrame(rows, columns=CONTROL_COLUMNS)

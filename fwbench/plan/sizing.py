@@ -8,8 +8,9 @@ noncentral t distribution, and the rule is the smallest n that reaches ``sizing.
 
 - a headline comparison: to decide a true ratio of ``sizing.ratio`` (or its inverse) at its
   family's level;
-- an A/A control: to show a true ratio of 1 equivalent within ``statistics.rope`` at the
-  controls' level, since a control fails the shipping gate when it cannot.
+- an A/A control: to show a true ratio of 1 equivalent within the controls' margin
+  (``statistics.control_margin``, else ``rope``) at the controls' level, since a control fails
+  the shipping gate when it cannot.
 
 The power of TOST at a true difference of 0 is read as ``2 P(T > t) - 1`` with T noncentral
 (delta sqrt(n) / sd): the usual approximation, a little low for small n. `make bench-sizing`
@@ -82,5 +83,12 @@ def rule_counts(statistics: dict, *, family_size: int, controls: int) -> dict | 
             "pairs": pairs_to_decide(sd=rule["sd"], ratio=rule["ratio"],
                                      alpha=alpha / family_size, power=rule["power"]),
             "control_pairs": pairs_for_equivalence(
-                sd=rule["sd"], rope=statistics["rope"], alpha=alpha / max(controls, 1),
+                sd=rule["sd"], rope=control_margin(statistics),
+                alpha=alpha / max(controls, 1),
                 power=rule["power"]) if controls else 0}
+
+
+def control_margin(statistics: dict) -> float:
+    """The A/A controls' equivalence margin: the plan's ``control_margin``, else its ``rope``
+    (a plan written before the controls had a margin of their own)."""
+    return statistics.get("control_margin") or statistics["rope"]

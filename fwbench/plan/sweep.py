@@ -140,9 +140,10 @@ class Plan:
         return 2 * (len(self.trials) - self._group_start[cell.pair_id]) + 1
 
     def calibrates(self, cell: Cell) -> bool:
-        """Whether the cell's warm-up is fixed by a calibration trial: every cell whose trials
-        time single steps after a warm-up (the real-data experiments time whole runs)."""
-        return cell.experiment not in REAL_DATA
+        """Whether the cell's warm-up is fixed by calibration trials of its own: every sweep
+        cell whose trials time single steps after a warm-up (the real-data experiments time
+        whole runs); an A/A control's slots take their sweep cell's (``warmup_path``)."""
+        return cell.experiment not in REAL_DATA and not cell.control
 
     def calibration_names(self, cell: Cell) -> list[str]:
         """The names of the cell's calibration trials: calibration, calibration-2, ... as many
@@ -159,7 +160,11 @@ class Plan:
         return f"{cell.directory(self.run)}/{name}.{suffix}"
 
     def warmup_path(self, cell: Cell) -> str | None:
-        """The cell's warm-up record, which its trials read; None for a cell without one."""
+        """The cell's warm-up record, which its trials read; None for a cell without one. An
+        A/A control's slots read their sweep cell's: the warm-up is fixed per cell, and a
+        control is that cell again (so it costs no calibrations of its own)."""
+        if cell.control:
+            return self.warmup_path(replace(cell, control=""))
         return f"{cell.directory(self.run)}/warmup.json" if self.calibrates(cell) else None
 
     def group_warmup_paths(self, trial: Trial) -> list[str]:

@@ -39,7 +39,7 @@ def plan_value(key: str, value) -> str:
                             "sensitivity_leaves_out" else plan_value(key, v) for v in value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
-    if key in ("rope", "margin"):
+    if key in ("rope", "margin", "control_margin"):
         return "±" + wording.percent(value)
     if key in ("confidence", "alpha") or key.endswith("_level"):
         return wording.percent(value)
