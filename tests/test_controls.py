@@ -112,13 +112,16 @@ def test_a_control_is_judged_within_the_plans_control_margin():
 
 @pytest.mark.slow
 def test_a_run_with_controls_measures_gates_reports_and_rebuilds_them(tmp_path, tiny_config):
-    config = {**tiny_config, "trials": 2, "controls": [{"framework": "tensorflow"}]}
+    # The controls' own margin goes through every rule that reads the plan.
+    config = {**tiny_config, "trials": 2, "controls": [{"framework": "tensorflow"}],
+              "statistics": {**tiny_config.get("statistics", {}), "control_margin": 0.10}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     done = snakemake(tmp_path, "--cores", "1", "--configfile", "config.yaml")
     assert done.returncode == 0, done.stderr[-3000:]
     run = tmp_path / "results" / "tiny"
     [control] = pd.read_csv(run / "stats" / "controls.csv").to_dict("records")
     assert control["framework"] == "tensorflow" and control["n_pairs"] == 2
+    assert control["rope_high"] == pytest.approx(1.10)
     assert not control["passed"]                      # 2 pairs cannot show equivalence
     assert len(pd.read_parquet(run / "tables" / "controls.parquet")) == 4
     trials = pd.read_parquet(run / "tables" / "trials.parquet")
@@ -130,6 +133,7 @@ def test_a_run_with_controls_measures_gates_reports_and_rebuilds_them(tmp_path, 
     assert reason.startswith("TensorFlow's A/A control of lenet5 ") and "failed" in reason
     html = (run / "report" / "report.html").read_text()
     assert "A/A controls: one cell of one framework in both slots" in html
+    assert "the plan's margin for controls (±10 %)" in html
     # `fwbench rebuild` remakes them from the cell files alone, to the same bytes
     written = (run / "stats" / "controls.csv").read_bytes()
     done = rebuild(run)

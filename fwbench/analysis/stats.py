@@ -91,7 +91,8 @@ def summarize(trials: pd.DataFrame, iterations: pd.DataFrame, *, confidence: flo
               family=DEFAULT_FAMILY, pairs: str = "all",
               sensitivity_leaves_out=tuple(FINDINGS[1:]), seed: int = 0,
               n_boot: int = 2000, quiet_busy_max: float | None = None,
-              sizing: dict | None = None) -> dict[str, pd.DataFrame]:
+              sizing: dict | None = None,
+              control_margin: float | None = None) -> dict[str, pd.DataFrame]:
     """cells.csv, comparisons.csv, sensitivity.csv, quality.csv, tests.csv and plan.csv from the
     trials and iterations tables, under the analysis plan given by the keywords (the config's
     `statistics` block, whole: ``summarize(trials, iterations, seed=0, **config["statistics"])``).
@@ -101,9 +102,10 @@ def summarize(trials: pd.DataFrame, iterations: pd.DataFrame, *, confidence: flo
     make a comparison exploratory; ``family``: the axes whose values make one family;
     ``pairs``: "all" or "adjacent"; ``sensitivity_leaves_out``: the quality findings the
     sensitivity analysis leaves out; ``seed`` and ``n_boot``: the bootstraps, the sign-flip
-    draws and the random re-pairings; ``quiet_busy_max`` and ``sizing``: the shipping gate's
-    bound and the plan's sizing rule, kept in the plan when the config sets them
-    (fwbench.analysis.gate, fwbench.plan.sizing). Usage::
+    draws and the random re-pairings; ``quiet_busy_max``, ``sizing`` and ``control_margin``:
+    the shipping gate's bound, the plan's sizing rule and the A/A controls' margin, kept in the
+    plan when the config sets them (fwbench.analysis.gate, fwbench.plan.sizing,
+    fwbench.analysis.controls). Usage::
 
         frames = summarize(tables["trials"], tables["iterations"], seed=0, **plan)
         frames["comparisons"].to_csv("results/default/stats/comparisons.csv", index=False)
@@ -115,8 +117,10 @@ def summarize(trials: pd.DataFrame, iterations: pd.DataFrame, *, confidence: flo
     plan = {"confidence": confidence, "rope": rope,
             "min_trials_for_verdict": min_trials_for_verdict, "family": list(family),
             "pairs": pairs, "sensitivity_leaves_out": list(sensitivity_leaves_out),
-            **({} if quiet_busy_max is None else {"quiet_busy_max": quiet_busy_max}),
-            **({} if sizing is None else {"sizing": sizing})}
+            **{key: value for key, value in (("quiet_busy_max", quiet_busy_max),
+                                             ("sizing", sizing),
+                                             ("control_margin", control_margin))
+               if value is not None}}
     trials = with_default_axes(trials)
     iterations = iteration_groups(with_default_axes(iterations))  # index once, shared below
     per_trial = trial_statistics(trials, iterations)
