@@ -80,15 +80,16 @@ def _edit(paths, change) -> None:
         path.write_text(json.dumps(data))
 
 
-def slow_down(run: Path, framework: str, factor: float) -> None:
-    """Every time ``framework``'s trials in ``run`` recorded, multiplied by ``factor``."""
+def slow_down(run: Path, framework: str, factor: float, cells: str = "*") -> None:
+    """Every time ``framework``'s trials in ``run`` recorded, multiplied by ``factor``; only
+    in the cell folders ``cells`` matches (``"*-aa-b"``: slot b of its A/A control)."""
     def scale(result):
         for key in ("iteration_ns", "warmup_ns", "block_ns"):
             result[key] = [round(t * factor) for t in result[key]]
         result["cold_start_ns"] = round(result["cold_start_ns"] * factor)
 
-    _edit(run.glob(f"cells/*/*/{framework}/*/*/trial-[0-9].json"), scale)
-    _edit(run.glob(f"cells/*/*/{framework}/*/*/trial-[0-9][0-9].json"), scale)
+    _edit(run.glob(f"cells/*/*/{framework}/*/{cells}/trial-[0-9].json"), scale)
+    _edit(run.glob(f"cells/*/*/{framework}/*/{cells}/trial-[0-9][0-9].json"), scale)
 
 
 def move_machine(run: Path, *, hostname: str, cpu_model: str, **packages: str) -> None:

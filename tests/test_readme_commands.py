@@ -128,9 +128,9 @@ def test_the_tables_commands_run_on_a_shipped_run_and_change_no_trial_file(check
 
     assert _digests(cells) == before
     assert not (checkout / "results" / f"{RUN}-2").exists()    # dry runs write nothing
-    # the preset's 28 trials and the 28 of its A/A controls, as the shipped run measured them
-    for readme, trials in (("fwbench run --preset <paper>", 56),
-                           ("fwbench run --configfile results/<run>/config.yaml", 56)):
+    # the preset's 72 trials and the 88 of its A/A controls, as the shipped run measured them
+    for readme, trials in (("fwbench run --preset <paper>", 160),
+                           ("fwbench run --configfile results/<run>/config.yaml", 160)):
         proc = done[readme]
         first, last = proc.stderr.splitlines()[0], proc.stderr.splitlines()[-1]
         assert first.startswith(f"fwbench run: would write results/{RUN}-2/ (results/{RUN}/ "
@@ -139,11 +139,12 @@ def test_the_tables_commands_run_on_a_shipped_run_and_change_no_trial_file(check
         outputs = re.findall(r"^\s+output: (.*)$", proc.stdout, re.M)
         assert outputs and not [o for o in outputs if f"results/{RUN}/" in o]   # none into it
         assert re.search(rf"^run_trial\s+{trials}$", proc.stdout, re.M), proc.stdout[-2000:]
-    # Of the preset's four cell groups of 14 trials, the first two in the planned order.
+    # Of the preset's four cell groups (two A/A controls of 44 trials, two comparisons of 36),
+    # the first two in the planned order: TensorFlow's control and the inference comparison.
     sitting = done["fwbench run --preset <paper> --groups 2"]
     assert ("fwbench run: measures the next 2 cell groups not yet measured and stops, 2 left "
             "after them") in sitting.stderr
-    assert re.search(r"^run_trial\s+28$", sitting.stdout, re.M), sitting.stdout[-2000:]
+    assert re.search(r"^run_trial\s+80$", sitting.stdout, re.M), sitting.stdout[-2000:]
     assert not re.search(r"^build_report", sitting.stdout, re.M)
     default = done["fwbench run"].stderr.splitlines()
     assert default[0] == "fwbench run: would write results/default/"

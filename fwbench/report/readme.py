@@ -29,7 +29,7 @@ def readme(data: Inputs, claims: list[dict], *, run: str) -> str:
     return "\n\n".join([
         f"# {run}: PyTorch and TensorFlow, measured" + (" (preliminary)" if gate else ""),
         *([gate] if gate else []),
-        what_ran(trials, run) + " " + plan.plan_status(data),
+        what_ran(data, run) + " " + plan.plan_status(data),
         "## Machine\n\n" + machine.describe(trials) + "\n\n" + load(trials),
         "## Claims\n\n" + (NOT_COUNTED if gate else "") + scope(trials) + judged(claims),
         "## Rebuild\n\n"
@@ -47,8 +47,10 @@ NOT_COUNTED = ("This run is preliminary (above): the verdicts below are what its
                "count toward no finding.\n\n")
 
 
-def what_ran(trials: pd.DataFrame, run: str) -> str:
-    """The trials, their software, the dates and the wall time."""
+def what_ran(data: Inputs, run: str) -> str:
+    """The trials, their software, the A/A controls' trials, the dates and the wall time (of
+    every trial, the controls' included: the time the run took)."""
+    trials = data.trials
     if trials.empty:
         return "No trial was recorded."
     ok = int((trials["status"] == "ok").sum())
@@ -58,12 +60,17 @@ def what_ran(trials: pd.DataFrame, run: str) -> str:
     text = (f"{count(len(trials), 'trial')} ({ok} ok) of {cells}, "
             f"{join(unique(trials, 'experiment'))} experiment, on "
             f"{join('the ' + DEVICE_NAMES.get(d, d) for d in unique(trials, 'device'))}: "
-            f"{versions}. " + when(trials))
+            f"{versions}. " + controls_sentence(len(data.control_trials))
+            + when(data.every_trial))
     recorded = [r for r in unique(trials, "run") if r != run]
     if recorded:
         text += (f" The trials record the run name {join(f'`{r}`' for r in recorded)}: they "
                  "were measured under that name and copied here unchanged.")
     return text
+
+
+def controls_sentence(n_trials: int) -> str:
+    return f"Its A/A controls ran {count(n_trials, 'more trial')}. " if n_trials else ""
 
 
 def when(trials: pd.DataFrame) -> str:

@@ -11,7 +11,7 @@ from fwbench.plan.frameworks import FASTER
 from fwbench.report.inputs import Inputs
 from fwbench.report.sections import Section, machine
 from fwbench.report.sections.reproduction import tally
-from fwbench.report.sections.results import control_margin as within
+from fwbench.report.sections.results import control_margin
 
 
 def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures: dict) -> list:
@@ -92,8 +92,9 @@ def _controls_sentence(controls: pd.DataFrame, n_trials: int) -> str:
            "framework compared with itself," if n_trials else
            "Its A/A controls, a cell of each framework compared with itself,")
     if passed.all():
-        return (f"{its} read {each}: each equivalent to 1{within(controls)}, so the design "
-                "found no difference where there is none.")
+        margin = control_margin(controls)
+        return (f"{its} read {each}: each equivalent to 1{' within ' + margin if margin else ''}"
+                ", so the design found no difference where there is none.")
     return (f"{its} read {each}; "
             f"{int((~passed).sum())} of {len(controls)} did not show equivalence to 1, so the "
             "design's own false-positive rate is not shown to be controlled.")

@@ -152,7 +152,7 @@ def control_table(numbering: tables.Numbering, data: Inputs) -> dict:
     caption = ("A/A controls: one cell of one framework in both slots of a pair, measured and "
                "analysed as a comparison is (slot a over slot b), in a family of their own. A "
                "control passes when its ratio is equivalent to 1 within the plan's margin for "
-               f"controls{control_margin(data.controls)}; one that fails marks the run "
+               f"controls{_bracketed(control_margin(data.controls))}; one that fails marks the run "
                f"preliminary. Interval at {level}; equivalence read from the TOST interval "
                "beside it.")
     return tables.table(numbering, "controls", caption,
@@ -163,9 +163,13 @@ def control_table(numbering: tables.Numbering, data: Inputs) -> dict:
 
 
 def control_margin(controls: pd.DataFrame) -> str:
-    """The controls' margin as " (±10 %)", read from their rows; "" where they hold none."""
+    """The controls' margin as "±10 %", read from their rows; "" where they hold none."""
     high = wording.unique(controls, "rope_high")
-    return f" (±{wording.percent(float(high[0]) - 1)})" if len(high) == 1 else ""
+    return f"±{wording.percent(float(high[0]) - 1)}" if len(high) == 1 else ""
+
+
+def _bracketed(text: str) -> str:
+    return f" ({text})" if text else ""
 
 
 def _family_level_sentence(level, joint: float) -> str:
