@@ -10,8 +10,8 @@ from fwbench.analysis.controls import passed as control_passed
 from fwbench.plan.frameworks import FASTER
 from fwbench.report.inputs import Inputs
 from fwbench.report.sections import Section, machine
+from fwbench.report.sections.plan import recorded_margin
 from fwbench.report.sections.reproduction import tally
-from fwbench.report.sections.results import control_margin
 
 
 def context(data: Inputs, facts: dict, soft: list[dict], claims: dict, failures: dict) -> list:
@@ -92,7 +92,7 @@ def _controls_sentence(controls: pd.DataFrame, n_trials: int) -> str:
            "framework compared with itself," if n_trials else
            "Its A/A controls, a cell of each framework compared with itself,")
     if passed.all():
-        margin = control_margin(controls)
+        margin = recorded_margin(controls)
         return (f"{its} read {each}: each equivalent to 1{' within ' + margin if margin else ''}"
                 ", so the design found no difference where there is none.")
     return (f"{its} read {each}; "

@@ -62,8 +62,14 @@ def margin(data: Inputs) -> str:
     for key in ("margin", "rope"):
         if isinstance(plan.get(key), (int, float)):
             return plan_value(key, plan[key])
-    high = wording.unique(data.comparisons, "rope_high")
-    return ("±" + wording.percent(float(high[0]) - 1)) if len(high) == 1 else "the plan's"
+    return recorded_margin(data.comparisons) or "the plan's"
+
+
+def recorded_margin(rows) -> str:
+    """The margin a statistics table's rows were read with, as "±5 %"; "" where they hold
+    none, or several (the comparisons' ``rope``, the A/A controls' own margin)."""
+    high = wording.unique(rows, "rope_high")
+    return ("±" + wording.percent(float(high[0]) - 1)) if len(high) == 1 else ""
 
 
 def statistics_sentences(data: Inputs) -> dict:

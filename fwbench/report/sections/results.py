@@ -18,6 +18,7 @@ from fwbench.report.figures import flops, speed, telemetry
 from fwbench.report.figures.style import Figure
 from fwbench.report.inputs import Inputs
 from fwbench.report.sections import Section, drawn, machine, placed
+from fwbench.report.sections.plan import recorded_margin
 
 
 def context(numbering: tables.Numbering, data: Inputs, failures: dict) -> dict:
@@ -152,20 +153,14 @@ def control_table(numbering: tables.Numbering, data: Inputs) -> dict:
     caption = ("A/A controls: one cell of one framework in both slots of a pair, measured and "
                "analysed as a comparison is (slot a over slot b), in a family of their own. A "
                "control passes when its ratio is equivalent to 1 within the plan's margin for "
-               f"controls{_bracketed(control_margin(data.controls))}; one that fails marks the run "
-               f"preliminary. Interval at {level}; equivalence read from the TOST interval "
+               f"controls{_bracketed(recorded_margin(data.controls))}; one that fails marks the "
+               f"run preliminary. Interval at {level}; equivalence read from the TOST interval "
                "beside it.")
     return tables.table(numbering, "controls", caption,
                         ["Control", "Pairs", "Ratio", "Interval", "Equivalence interval",
                          "Result", "Note"], rows, formatting.Notes(),
                         "The run has no A/A controls.",
                         classes=["", "num", "num", "num", "num", "", ""])
-
-
-def control_margin(controls: pd.DataFrame) -> str:
-    """The controls' margin as "±10 %", read from their rows; "" where they hold none."""
-    high = wording.unique(controls, "rope_high")
-    return f"±{wording.percent(float(high[0]) - 1)}" if len(high) == 1 else ""
 
 
 def _bracketed(text: str) -> str:
