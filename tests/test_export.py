@@ -51,6 +51,9 @@ def test_export_writes_every_table_in_both_formats_with_its_dictionary(reference
             assert column["unit"] in data["units"] and column["description"], (name, column)
         assert table["files"] == [f"{name}.parquet", f"{name}.csv"]
         parquet = pd.read_parquet(out / f"{name}.parquet")
+        if source.suffix == ".csv":  # an empty CSV field comes back from Parquet as a null
+            parquet, original = (f.astype(object).where(f.notna(), None)
+                                 for f in (parquet, original))
         pd.testing.assert_frame_equal(parquet, original, check_dtype=source.suffix == ".parquet")
         assert len(pd.read_csv(out / f"{name}.csv")) == len(original) == table["rows"]
     trials = data["tables"]["tables/trials"]["columns"]
