@@ -39,6 +39,12 @@ def test_a_control_is_the_cell_in_both_slots_of_a_pair_of_its_own(tiny_config):
     assert len(plan.trial_paths(controls=False)) == len(_plan(tiny_config).trials) == 8
     assert len(plan.trial_paths(controls=True)) == 8
     assert all("-aa-" in p for p in plan.trial_paths(controls=True))
+    # both slots take the warm-up their sweep cell's calibrations fix, and calibrate nothing
+    [sweep] = [c for c in plan.cells() if c.framework == "pytorch" and not c.control]
+    assert {plan.warmup_path(t.cell) for t in controls} == {plan.warmup_path(sweep)}
+    assert plan.warmup_path(sweep).endswith("infer-b2-1x28x28-fp32-idiomatic-matched/warmup.json")
+    assert not any(plan.calibration_names(t.cell) for t in controls)
+    assert plan.calibration_names(sweep)
 
 
 def test_a_cell_without_a_control_keeps_its_settings(tiny_config):
@@ -122,6 +128,8 @@ def test_a_run_with_controls_measures_gates_reports_and_rebuilds_them(tmp_path, 
     [control] = pd.read_csv(run / "stats" / "controls.csv").to_dict("records")
     assert control["framework"] == "tensorflow" and control["n_pairs"] == 2
     assert control["rope_high"] == pytest.approx(1.10)
+    assert '"control_margin":0.1' in pd.read_csv(run / "stats" / "plan.csv")["plan"][0]
+    assert "Its A/A controls ran 4 more trials." in (run / "README.md").read_text()
     assert not control["passed"]                      # 2 pairs cannot show equivalence
     assert len(pd.read_parquet(run / "tables" / "controls.parquet")) == 4
     trials = pd.read_parquet(run / "tables" / "trials.parquet")
