@@ -20,7 +20,7 @@ from fwbench.analysis.columns import AXES
 from fwbench.analysis.comparisons import compare_paired
 from fwbench.analysis.stats import with_default_axes
 from fwbench.analysis.trial_stats import iteration_groups, trial_statistics
-from fwbench.plan.sizing import N_MAX, pairs_for_equivalence
+from fwbench.plan.sizing import N_MAX, control_margin as margin_of, pairs_for_equivalence
 
 # Every axis of the controlled cell, its optimizer and world size included, so that the gate
 # names it as it names the comparisons ("... with sgd").
@@ -49,7 +49,7 @@ def control_comparisons(trials: pd.DataFrame, iterations: pd.DataFrame, *,
                                  iteration_groups(with_default_axes(iterations)))
     groups = dict(list(trials.groupby(["run", "pair_id"], sort=True)))
     power = (_plan.get("sizing") or {}).get("power", 0.8)
-    margin = control_margin or rope
+    margin = margin_of({"control_margin": control_margin, "rope": rope})
     rows = []
     for (run, pair_id), planned in groups.items():
         ok = per_trial[(per_trial["run"] == run) & (per_trial["pair_id"] == pair_id)]
