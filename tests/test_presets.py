@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from fwbench.plan.config import load
-from fwbench.plan.sweep import Plan, sizing_rule
+from fwbench.plan.sizing import names
+from fwbench.plan.sweep import Plan, group_pairs, sizing_axes
 from tests.conftest import REPO, snakemake
 
 PRESETS = sorted((REPO / "presets").glob("*.yaml"))
@@ -130,10 +131,10 @@ def test_a_cpu_preset_runs_on_the_cpu_of_a_2_core_machine(path: Path):
 
 
 def test_the_default_sweep_is_sized_by_its_plan_in_every_family():
-    """Every family (the plan's ``statistics.family`` axes) holds more than one comparison, and
-    the planned pairs are what the plan's sizing rule asks (fwbench.plan.sizing), above the
-    pairs a verdict needs; its A/A controls run the rule's pairs; both models and both phases
-    are measured. No pair is to spare (the run's 10 minutes)."""
+    """Every family (the plan's ``statistics.family`` axes) holds more than one comparison;
+    each comparison and A/A control runs the pairs the plan's sizing rule asks at the SD a
+    pilot measured of it (fwbench.plan.sizing), and none fewer than a verdict needs; both
+    models and both phases are measured. No pair is to spare (the run's 10 minutes)."""
     config = load(REPO / "config.yaml")
     statistics, plan = config["statistics"], Plan.from_config(config)
     families: dict[tuple, set] = {}
@@ -142,10 +143,13 @@ def test_the_default_sweep_is_sized_by_its_plan_in_every_family():
             key = tuple(getattr(cell, axis) for axis in statistics["family"])
             families.setdefault(key, set()).add(cell.pair_id)
     assert families and all(len(pairs) >= 2 for pairs in families.values())
-    rule = sizing_rule(config)
-    assert rule["family_size"] == max(len(pairs) for pairs in families.values())
-    assert config["trials"] == rule["pairs"] > statistics["min_trials_for_verdict"]
-    controls = [t for t in plan.trials if t.cell.control]
-    assert len(controls) == 2 * rule["controls"] * rule["control_pairs"]
+    pairs: dict = {}
+    for trial in plan.trials:
+        pairs[trial.cell] = max(pairs.get(trial.cell, 0), trial.index)
+    for cell, n in pairs.items():
+        assert n == group_pairs(config, cell) >= statistics["min_trials_for_verdict"]
+        assert any(names(entry, sizing_axes(cell)) for entry in statistics["sizing"]["pilot"])
+    assert config["trials"] == statistics["min_trials_for_verdict"]
+    assert {cell.framework for cell in pairs if cell.control} == set(config["frameworks"])
     assert len({c.model for c in plan.cells()}) >= 2
     assert set(config["phases"]) == {"train", "infer"}

@@ -241,11 +241,11 @@ def _powered(row, rule: dict | None, statistics: dict | None, also=()) -> tuple[
     (or why not)."""
     if not rule:
         return False, "the plan states no power for undecided comparisons"
-    from fwbench.plan.sizing import pairs_to_decide
+    from fwbench.plan.sizing import expected_sd, pairs_to_decide
 
     alpha = (1 - statistics.get("confidence", 0.95)) / int(row.family_size)
-    needed = pairs_to_decide(sd=rule["sd"], ratio=rule["ratio"], alpha=alpha,
-                             power=rule["power"])
+    needed = pairs_to_decide(sd=expected_sd(rule, row.dropna().to_dict()), ratio=rule["ratio"],
+                             alpha=alpha, power=rule["power"])
     band = f"{fmt(rule['ratio'], 'ratio')} to {fmt(1 / rule['ratio'], 'ratio')}"
     if row.n_pairs_used < needed:
         return False, (f"{count(int(row.n_pairs_used), 'pair')} where the plan's sizing rule "

@@ -132,16 +132,10 @@ def _check_cross_fields(config: dict) -> None:
                 "values the sweep has (its models, phases, frameworks, batch sizes, ...)."
             )
 
-    from fwbench.plan.sweep import sizing_rule
-    rule = sizing_rule(config)
-    if rule and config["trials"] < rule["pairs"]:
-        raise ConfigError(
-            f"config key 'trials': {config['trials']} pairs, where the plan's sizing rule "
-            f"(statistics.sizing) needs {rule['pairs']} to decide a ratio of "
-            f"{config['statistics']['sizing']['ratio']} in a family of {rule['family_size']} "
-            f"with power {config['statistics']['sizing']['power']}; raise 'trials' or change "
-            "the rule."
-        )
+    from fwbench.plan.sweep import sizing_problems
+    problem = next(sizing_problems(config), None)
+    if problem:
+        raise ConfigError(problem)
 
     if config["warmup"]["max"] < SHORT_WARMUP:  # allowed for smoke runs, but said
         warnings.warn(

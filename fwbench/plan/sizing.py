@@ -3,11 +3,12 @@
 A comparison is a paired analysis of n per-pair log ratios (fwbench.analysis.estimators): its
 interval at 1 - alpha/m decides it when it excludes 1, and its equivalence (TOST, each side at
 alpha/m) when it lies within the margin. Given the per-pair standard deviation the plan expects
-(``statistics.sizing.sd``, from earlier runs on such a host), the power of both follows from the
-noncentral t distribution, and the rule is the smallest n that reaches ``sizing.power``:
+(``statistics.sizing.sd``, from earlier runs on such a host, or a ``sizing.pilot`` entry's: the
+SD earlier runs measured of that very comparison or control), the power of both follows from
+the noncentral t distribution, and the rule is the smallest n that reaches ``sizing.power``:
 
 - a headline comparison: to decide a true ratio of ``sizing.ratio`` (or its inverse) at its
-  family's level;
+  family's level, and never fewer than the config's ``trials``;
 - an A/A control: to show a true ratio of 1 equivalent within the controls' margin
   (``statistics.control_margin``, else ``rope``) at the controls' level, since a control fails
   the shipping gate when it cannot.
@@ -24,6 +25,7 @@ Usage::
 
 from __future__ import annotations
 
+import functools
 import math
 
 # The largest count the rule may ask for: beyond it a comparison is too noisy to size.
@@ -54,11 +56,13 @@ def equivalence_power(n: int, *, sd: float, rope: float, alpha: float) -> float:
     return max(0.0, float(2 * stats.nct.sf(t, n - 1, shift) - 1))
 
 
+@functools.cache  # the plan asks it of every cell group
 def pairs_to_decide(*, sd: float, ratio: float, alpha: float, power: float) -> int:
     """The fewest pairs that decide a true ``ratio`` with ``power`` at level 1 - alpha."""
     return _fewest(lambda n: decision_power(n, sd=sd, ratio=ratio, alpha=alpha), power)
 
 
+@functools.cache
 def pairs_for_equivalence(*, sd: float, rope: float, alpha: float, power: float) -> int:
     """The fewest pairs that show a true ratio of 1 equivalent with ``power``."""
     return _fewest(lambda n: equivalence_power(n, sd=sd, rope=rope, alpha=alpha), power)
@@ -71,21 +75,50 @@ def _fewest(power_at, power: float) -> int:
     raise ValueError(f"no count of pairs up to {N_MAX} reaches a power of {power}")
 
 
-def rule_counts(statistics: dict, *, family_size: int, controls: int) -> dict | None:
-    """What the plan's rule asks of a run, or None where `statistics.sizing` states none:
-    ``pairs`` each headline comparison needs at the level of a family of ``family_size``, and
-    ``control_pairs`` each of the run's ``controls`` A/A controls runs."""
+def planned_pairs(statistics: dict, axes: dict, *, trials: int, family_size: int,
+                  controls: int) -> int:
+    """The pairs one cell group runs. Without a sizing rule, ``trials``. With one, a headline
+    comparison runs ``trials`` or, where its expected SD asks more, the pairs that decide the
+    rule's ratio at the level of a family of ``family_size``; an A/A control (``axes`` naming
+    its framework) runs the pairs that show a true 1 equivalent within the controls' margin at
+    the level of the run's ``controls``."""
     rule = statistics.get("sizing")
     if not rule:
-        return None
+        return trials
     alpha = 1 - statistics["confidence"]
-    return {"family_size": family_size, "controls": controls,
-            "pairs": pairs_to_decide(sd=rule["sd"], ratio=rule["ratio"],
-                                     alpha=alpha / family_size, power=rule["power"]),
-            "control_pairs": pairs_for_equivalence(
-                sd=rule["sd"], rope=control_margin(statistics),
-                alpha=alpha / max(controls, 1),
-                power=rule["power"]) if controls else 0}
+    sd = expected_sd(rule, axes)
+    if "framework" in axes:
+        return pairs_for_equivalence(sd=sd, rope=control_margin(statistics),
+                                     alpha=alpha / max(controls, 1), power=rule["power"])
+    return max(trials, pairs_to_decide(sd=sd, ratio=rule["ratio"], alpha=alpha / family_size,
+                                       power=rule["power"]))
+
+
+def expected_sd(rule: dict, axes: dict) -> float:
+    """The per-pair SD the rule expects of one comparison or A/A control: that of the first
+    ``pilot`` entry whose every value ``axes`` has, else ``sd``. ``axes``: a comparison's axis
+    values, or an A/A control's with its framework; an entry that names a framework sizes that
+    framework's controls, one that names none the comparisons."""
+    return next((entry["sd"] for entry in rule.get("pilot", ()) if names(entry, axes)),
+                rule["sd"])
+
+
+def names(entry: dict, axes: dict) -> bool:
+    """Whether a ``pilot`` entry names the comparison or control of these axis values: it has
+    every value the entry names, and names a framework only if the entry does."""
+    named = {key: value for key, value in entry.items() if key != "sd"}
+    return ("framework" in named) == ("framework" in axes) and all(
+        key in axes and _text(axes[key]) == _text(value) for key, value in named.items())
+
+
+def _text(value) -> str:
+    """An axis value as the config and the tables may each write it: a shape as 3x32x32, a
+    count a table read as a float (4.0) as 4."""
+    if isinstance(value, (list, tuple)):
+        return "x".join(map(str, value))
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def control_margin(statistics: dict) -> float:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from fwbench.plan.analysis_plan import plan_hash
 from fwbench.plan.cells import REAL_DATA, Cell, Trial, name_pattern, one_of
 from fwbench.plan.contract import Adaptive, Data, Telemetry, TrialSettings
-from fwbench.plan.sizing import rule_counts
+from fwbench.plan.sizing import names, planned_pairs
 
 
 @dataclass
@@ -57,13 +57,10 @@ class Plan:
         # batch sizes of a power figure); within each group the frameworks alternate.
         order = sorted(groups)
         random.Random(config["seed"]).shuffle(order)
-        # An A/A control runs as many pairs as the plan's sizing rule asks of it.
-        rule = sizing_rule(config)
-        control_trials = rule["control_pairs"] if rule else config["trials"]
         for pair_id in order:
             plan._groups[pair_id] = sorted(groups[pair_id], key=lambda c: c.arm)
             plan._group_start[pair_id] = len(plan.trials)
-            trials = control_trials if groups[pair_id][0].control else config["trials"]
+            trials = group_pairs(config, groups[pair_id][0])
             group = [Trial(cell, index, len(plan.trials) + k) for k, (cell, index)
                      in enumerate(_interleave(groups[pair_id], trials, config["seed"],
                                               pair_id))]
@@ -281,13 +278,42 @@ def _control_cells(config: dict):
             yield from (replace(cell, control=slot) for slot in ("a", "b"))
 
 
-def sizing_rule(config: dict) -> dict | None:
-    """The counts of pairs the plan's sizing rule (fwbench.plan.sizing) asks of this sweep: at
-    its largest family's level, for its controls; None where the plan states no rule."""
-    if not config["statistics"].get("sizing"):
-        return None
-    return rule_counts(config["statistics"], family_size=max(family_sizes(config), default=1),
-                       controls=control_groups(config))
+def group_pairs(config: dict, cell: Cell) -> int:
+    """The pairs the cell group of ``cell`` runs (fwbench.plan.sizing.planned_pairs): a
+    comparison at the level of the sweep's largest family, an A/A control at that of the run's
+    controls."""
+    return planned_pairs(config["statistics"], sizing_axes(cell), trials=config["trials"],
+                         family_size=max(family_sizes(config), default=1),
+                         controls=control_groups(config))
+
+
+def sizing_problems(config: dict):
+    """Why the plan's sizing rule cannot size this sweep, in words: a `pilot` entry that names
+    none of its comparisons or A/A controls, or a group no count of pairs up to N_MAX sizes."""
+    pilot = (config["statistics"].get("sizing") or {}).get("pilot", [])
+    groups = {cell.pair_id: cell for cell in [*sweep_cells(config), *_control_cells(config)]}
+    axes = [sizing_axes(cell) for cell in groups.values()]
+    for k, entry in enumerate(pilot):
+        if not any(names(entry, values) for values in axes):
+            yield (f"config key 'statistics.sizing.pilot[{k}]': {entry} names no comparison of "
+                   "the sweep (nor, naming a framework, an A/A control of it); name values its "
+                   "cells have (their models, phases, batch sizes, ...).")
+    for cell in groups.values():
+        try:
+            group_pairs(config, cell)
+        except ValueError as error:
+            yield (f"config key 'statistics.sizing': the cell group {cell.pair_id} cannot be "
+                   f"sized ({error}): lower `power`, or size a larger difference (`ratio`).")
+
+
+def sizing_axes(cell: Cell) -> dict:
+    """A cell group's axis values as the sizing rule's pilot names them: a comparison's
+    without a framework, an A/A control's with its own."""
+    axes = cell.to_dict()
+    axes.pop("control", None)
+    if not cell.control:
+        del axes["framework"]
+    return axes
 
 
 def control_groups(config: dict) -> int:

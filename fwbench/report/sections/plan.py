@@ -32,6 +32,8 @@ def meanings() -> dict[str, str]:
 
 def plan_value(key: str, value) -> str:
     """A plan value as text: a coverage as a percentage, a margin as ± a percentage."""
+    if key == "pilot":
+        return wording.join(pilot_entry(entry) for entry in value)
     if isinstance(value, dict):
         return "; ".join(f"{k.replace('_', ' ')} {plan_value(k, v)}" for k, v in value.items())
     if isinstance(value, list):
@@ -44,6 +46,16 @@ def plan_value(key: str, value) -> str:
     if key in ("confidence", "alpha") or key.endswith("_level"):
         return wording.percent(value)
     return fmt(value, "setting")
+
+
+def pilot_entry(entry: dict) -> str:
+    """A sizing pilot's SD and what it sizes: "0.12 for resnet18 train", "0.09 for PyTorch's
+    A/A control of lenet5 infer"."""
+    values = " ".join("x".join(map(str, v)) if isinstance(v, list) else plan_value(k, v)
+                      for k, v in entry.items() if k not in ("sd", "framework"))
+    what = (f"{wording.label(entry['framework'])}'s A/A control of {values}"
+            if "framework" in entry else values)
+    return f"{plan_value('sd', entry['sd'])} for {what}"
 
 
 def plan_table(numbering: tables.Numbering, plan: dict) -> dict:
