@@ -111,11 +111,18 @@ def test_a_pilot_sizes_the_comparisons_and_controls_it_names(tiny_config):
                         for phase, sd in (("infer", 0.03), ("train", 0.06))}
 
 
-def test_a_pilot_entry_that_names_nothing_is_refused(tiny_config):
-    sizing = {**RULE, "pilot": [{"model": "vgg16", "sd": 0.1}]}
-    with pytest.raises(ConfigError, match=r"'statistics.sizing.pilot\[0\]': .*vgg16.* names "
-                                          r"no comparison of the sweep"):
-        _config(tiny_config, sizing=sizing)
+def test_a_pilot_entry_that_names_nothing_sizes_nothing(tiny_config):
+    """A sweep narrowed from the one its pilot measured keeps the pilot: an entry naming a
+    model it lacks is no error, and its comparisons keep `sd`."""
+    sizing = {**RULE, "pilot": [{"model": "vgg16", "sd": 0.5}]}
+    assert _pairs(Plan.from_config(_config(tiny_config, sizing=sizing))) == _pairs(
+        Plan.from_config(_config(tiny_config, sizing=RULE)))
+
+
+def test_a_rule_no_count_can_meet_is_refused(tiny_config):
+    with pytest.raises(ConfigError, match=r"'statistics.sizing': the cell group .* cannot be "
+                                          r"sized \(no count of pairs up to 200"):
+        _config(tiny_config, sizing={"sd": 2.0, "ratio": 0.99, "power": 0.99})
 
 
 def _undecided(pairs: int, low: float, high: float) -> pd.DataFrame:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from fwbench.plan.analysis_plan import plan_hash
 from fwbench.plan.cells import REAL_DATA, Cell, Trial, name_pattern, one_of
 from fwbench.plan.contract import Adaptive, Data, Telemetry, TrialSettings
-from fwbench.plan.sizing import names, planned_pairs
+from fwbench.plan.sizing import planned_pairs
 
 
 @dataclass
@@ -288,16 +288,10 @@ def group_pairs(config: dict, cell: Cell) -> int:
 
 
 def sizing_problems(config: dict):
-    """Why the plan's sizing rule cannot size this sweep, in words: a `pilot` entry that names
-    none of its comparisons or A/A controls, or a group no count of pairs up to N_MAX sizes."""
-    pilot = (config["statistics"].get("sizing") or {}).get("pilot", [])
+    """Why the plan's sizing rule cannot size this sweep, in words: a cell group no count of
+    pairs up to N_MAX sizes. (A `pilot` entry that names none of its groups sizes nothing: a
+    sweep narrowed from the one it was measured for keeps it.)"""
     groups = {cell.pair_id: cell for cell in [*sweep_cells(config), *_control_cells(config)]}
-    axes = [sizing_axes(cell) for cell in groups.values()]
-    for k, entry in enumerate(pilot):
-        if not any(names(entry, values) for values in axes):
-            yield (f"config key 'statistics.sizing.pilot[{k}]': {entry} names no comparison of "
-                   "the sweep (nor, naming a framework, an A/A control of it); name values its "
-                   "cells have (their models, phases, batch sizes, ...).")
     for cell in groups.values():
         try:
             group_pairs(config, cell)
