@@ -64,6 +64,18 @@ def span(values) -> str:
     return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
 
 
+def interval_methods(frame) -> list[str]:
+    """The distinct interval methods of a stats table's ``ratio_method`` column, those that
+    differ only in their degrees of freedom said once with their range ("t interval, 4–11
+    df"): a run sizes its comparisons to different counts of pairs."""
+    dfs: dict[str, list[int]] = {}
+    for method in wording.unique(frame, "ratio_method"):
+        dfs.setdefault(re.sub(r"\b\d+ df\b", "{} df", method), []).extend(
+            int(df) for df in re.findall(r"\b(\d+) df\b", method))
+    return [form.replace("{} df", f"{span(values)} df") if values else form
+            for form, values in dfs.items()]
+
+
 def nominal(plan: dict) -> float:
     """The analysis plan's confidence level: the coverage every interval is meant to have."""
     value = plan.get("confidence")

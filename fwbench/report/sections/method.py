@@ -9,7 +9,7 @@ from fwbench.analysis.claims import wording
 from fwbench.analysis.comparisons import NOT_ESTIMABLE
 from fwbench.analysis.trial_quality import adjacency_summary, steadiness_summary
 from fwbench.report.facts import column_or_none, is_native, pinned, rows_where
-from fwbench.report.formatting import Notes, NotMeasured, count, span
+from fwbench.report.formatting import Notes, NotMeasured, count, interval_methods, span
 from fwbench.report.inputs import Inputs
 from fwbench.report.sections import Section, machine, plan
 from fwbench.report.sections.hypothesis_tests import fitting_tests
@@ -54,7 +54,7 @@ def method(data: Inputs, soft: list[dict]) -> dict:
     return {
         "repetitions": f"Cells had {count(per_cell, 'trial')}" + (f"; {kept}." if kept else "."),
         "interleaved": "run_order" in trials,
-        "ratio_methods": wording.unique(comparisons, "ratio_method"),
+        "ratio_methods": interval_methods(comparisons),
         "families": (count(len(wording.unique(fitting_tests(data), "family")), "family",
                            "families") if "family" in data.tests else ""),
         "exploratory": (f"{count(hints, 'comparison')} {'is' if hints == 1 else 'are'} "

@@ -65,7 +65,7 @@ def plan_table(numbering: tables.Numbering, plan: dict) -> dict:
     return tables.table(numbering, "plan", "The analysis plan: the config's `statistics` "
                         "block, each key with what the config schema says it means.",
                         ["Key", "Meaning", "Value"], rows, formatting.Notes(),
-                        "The run records no analysis plan.", wide=False, classes=["", "", "num"])
+                        "The run records no analysis plan.", wide=False)
 
 
 def margin(data: Inputs) -> str:

@@ -74,7 +74,7 @@ def comparison_table(numbering: tables.Numbering, data: Inputs, failures: dict) 
     problem = data.problems.get("comparisons")
     no_ratio = (f"no statistics ({problem})" if problem else
                 "the statistics computed no ratio (both frameworks need ok trials)")
-    methods = wording.unique(frame, "ratio_method")
+    methods = formatting.interval_methods(frame)
     level_column = ("ratio_ci_family_level" if "ratio_ci_family_level" in frame
                     else "ratio_ci_level")
     uniform = formatting.uniform_level(frame, level_column)
