@@ -64,13 +64,16 @@ def copy_run(target: Path, *, keep=lambda cell: True, config: dict | None = None
 
 def small_run(target: Path) -> Path:
     """The reference run's lenet5 inference cells at its smallest batch (PyTorch's and
-    TensorFlow's, 7 trials each, and their A/A controls), with a config that plans exactly
-    these."""
+    TensorFlow's, and their A/A controls), with a config that plans exactly these: its
+    ``trials`` are the pairs the reference measured of them, since the sizing rule would size
+    a comparison alone (a family of 1) to fewer."""
     config = yaml.safe_load((REFERENCE / "config.yaml").read_text())
     batch = min(config["batch_sizes"])
-    return copy_run(target, keep=lambda cell: f"lenet5/infer-b{batch}-" in cell.as_posix(),
+    cell = f"lenet5/infer-b{batch}-"
+    pairs = len(list(REFERENCE.glob(f"cells/*/*/pytorch/{cell}*-matched/trial-*[0-9].json")))
+    return copy_run(target, keep=lambda path: cell in path.as_posix(),
                     config={"models": {"lenet5": config["models"]["lenet5"]},
-                            "phases": ["infer"], "batch_sizes": [batch]})
+                            "phases": ["infer"], "batch_sizes": [batch], "trials": pairs})
 
 
 def _edit(paths, change) -> None:

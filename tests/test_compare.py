@@ -83,7 +83,9 @@ def test_a_copy_with_pytorch_30_percent_slower_fails_the_gate(runs, slowed):
     assert len(pytorch) == len(CELLS) // 2 and {c["verdict"] for c in pytorch} == {"slower"}
     assert all(math.isclose(float(c["ratio"]), SLOWER, rel_tol=1e-3) for c in pytorch)
     tensorflow = [c for c in cells if TENSORFLOW in c["cell_id"]]
-    assert all(float(c["ratio"]) == 1.0 and c["verdict"] == "inconclusive" for c in tensorflow)
+    # unchanged: "same" where its spread lets the interval lie within the margin
+    assert all(float(c["ratio"]) == 1.0 and c["verdict"] in ("inconclusive", "same")
+               for c in tensorflow)
     assert all(1 < float(c["detectable_slowdown"]) < 2 for c in cells)
 
 
@@ -222,7 +224,7 @@ def test_stale_tables_give_way_to_the_trial_files(tmp_path, capsys):
     slow_down(changed, "pytorch", SLOWER)
     run = load_run(changed)
     assert run.stale.startswith(f"{changed}/tables is older than the trial file {changed}/cells/")
-    n = len(CELLS) * 7   # 7 trials of each sweep cell
+    n = len(list(trial_files(reference)))   # the sweep cells' trials (5-12 each)
     assert run.stale.endswith(f"; reading the run's {n} trial files instead (`fwbench rebuild "
                               f"{changed}` updates the tables)")
     assert main(["compare", str(reference), str(changed)]) == 0
