@@ -24,7 +24,7 @@ def context(data: Inputs, facts: dict) -> list[str]:
     if facts["devices"] == ["cpu"]:
         out.append("Only the CPU was measured: every GPU claim is left as not measured.")
     if "cpu" in facts["devices"]:
-        out.append(_host(data.trials, has_controls=len(data.controls) > 0))
+        out.append(_host(data.every_trial, has_controls=len(data.controls) > 0))
     if "defaults" not in facts["profiles"]:
         out.append("Only the matched settings profile was run; the papers measured each "
                    "framework as it comes, so no claim can be confirmed or contradicted here: "
@@ -45,7 +45,8 @@ def context(data: Inputs, facts: dict) -> list[str]:
 
 def _host(trials: pd.DataFrame, *, has_controls: bool) -> str:
     """What the host of a virtual machine can do that nothing inside it sees, beside the work
-    beside the trials that the machine does show (the trials' outside_busy_pct)."""
+    beside the trials that the machine does show (the outside_busy_pct of every trial, the A/A
+    controls' too, as the shipping gate reads it)."""
     sentence = ("The host: the processors of a shared virtual machine can slow down for seconds "
                 "to minutes, unseen from inside it; a slow spell over one trial of a pair and not "
                 "the other widens that pair's spread"
