@@ -98,9 +98,12 @@ def statistics_sentences(data: Inputs) -> dict:
                    "recorded." if not sizes else "")
     else:
         named = f"{wording.join(f'`{f}`' for f in families)}: " if families else ""
+        noun = "comparison" if sizes == ["1"] else "comparisons"
+        apiece = " each" if len(families) > 1 or len(sizes) > 1 else ""
+        counted = f"{wording.join(sizes)} {noun}{apiece}"
         each = f" (here each at {wording.join(levels)})" if levels else ""
         control = (f"One error rate holds across each family of comparisons ({named}"
-                   f"{wording.join(sizes)} comparisons each): every interval of a family is "
+                   f"{counted}): every interval of a family is "
                    f"widened so that the family's intervals hold together at {joint}{each}, "
                    "and a pair is faster when its interval excludes 1.")
     return {"error_control": control, "margin": margin(data)}
