@@ -13,7 +13,7 @@ import yaml
 
 from fwbench.plan.config import load
 from fwbench.plan.sizing import names
-from fwbench.plan.sweep import Plan, group_pairs, sizing_axes
+from fwbench.plan.sweep import Plan, group_pairs, sizing_axes, sizing_levels
 from tests.conftest import REPO, snakemake
 
 PRESETS = sorted((REPO / "presets").glob("*.yaml"))
@@ -144,10 +144,11 @@ def test_the_default_sweep_is_sized_by_its_plan_in_every_family():
             families.setdefault(key, set()).add(cell.pair_id)
     assert families and all(len(pairs) >= 2 for pairs in families.values())
     pairs: dict = {}
+    levels = sizing_levels(config)
     for trial in plan.trials:
         pairs[trial.cell] = max(pairs.get(trial.cell, 0), trial.index)
     for cell, n in pairs.items():
-        assert n == group_pairs(config, cell) >= statistics["min_trials_for_verdict"]
+        assert n == group_pairs(config, cell, levels) >= statistics["min_trials_for_verdict"]
         assert any(names(entry, sizing_axes(cell)) for entry in statistics["sizing"]["pilot"])
     assert config["trials"] == statistics["min_trials_for_verdict"]
     assert {cell.framework for cell in pairs if cell.control} == set(config["frameworks"])

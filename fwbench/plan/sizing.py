@@ -108,10 +108,10 @@ def names(entry: dict, axes: dict) -> bool:
     every value the entry names, and names a framework only if the entry does."""
     named = {key: value for key, value in entry.items() if key != "sd"}
     return ("framework" in named) == ("framework" in axes) and all(
-        key in axes and _text(axes[key]) == _text(value) for key, value in named.items())
+        key in axes and axis_text(axes[key]) == axis_text(value) for key, value in named.items())
 
 
-def _text(value) -> str:
+def axis_text(value) -> str:
     """An axis value as the config and the tables may each write it: a shape as 3x32x32, a
     count a table read as a float (4.0) as 4."""
     if isinstance(value, (list, tuple)):

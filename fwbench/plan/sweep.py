@@ -57,10 +57,11 @@ class Plan:
         # batch sizes of a power figure); within each group the frameworks alternate.
         order = sorted(groups)
         random.Random(config["seed"]).shuffle(order)
+        levels = sizing_levels(config)
         for pair_id in order:
             plan._groups[pair_id] = sorted(groups[pair_id], key=lambda c: c.arm)
             plan._group_start[pair_id] = len(plan.trials)
-            trials = group_pairs(config, groups[pair_id][0])
+            trials = group_pairs(config, groups[pair_id][0], levels)
             group = [Trial(cell, index, len(plan.trials) + k) for k, (cell, index)
                      in enumerate(_interleave(groups[pair_id], trials, config["seed"],
                                               pair_id))]
@@ -278,13 +279,17 @@ def _control_cells(config: dict):
             yield from (replace(cell, control=slot) for slot in ("a", "b"))
 
 
-def group_pairs(config: dict, cell: Cell) -> int:
-    """The pairs the cell group of ``cell`` runs (fwbench.plan.sizing.planned_pairs): a
-    comparison at the level of the sweep's largest family, an A/A control at that of the run's
-    controls."""
+def sizing_levels(config: dict) -> dict:
+    """What the sizing rule's levels count: the sweep's largest family, the run's controls."""
+    return {"family_size": max(family_sizes(config), default=1),
+            "controls": control_groups(config)}
+
+
+def group_pairs(config: dict, cell: Cell, levels: dict) -> int:
+    """The pairs the cell group of ``cell`` runs (fwbench.plan.sizing.planned_pairs) at the
+    ``levels`` of ``sizing_levels``."""
     return planned_pairs(config["statistics"], sizing_axes(cell), trials=config["trials"],
-                         family_size=max(family_sizes(config), default=1),
-                         controls=control_groups(config))
+                         **levels)
 
 
 def sizing_problems(config: dict):
@@ -292,9 +297,10 @@ def sizing_problems(config: dict):
     pairs up to N_MAX sizes. (A `pilot` entry that names none of its groups sizes nothing: a
     sweep narrowed from the one it was measured for keeps it.)"""
     groups = {cell.pair_id: cell for cell in [*sweep_cells(config), *_control_cells(config)]}
+    levels = sizing_levels(config)
     for cell in groups.values():
         try:
-            group_pairs(config, cell)
+            group_pairs(config, cell, levels)
         except ValueError as error:
             yield (f"config key 'statistics.sizing': the cell group {cell.pair_id} cannot be "
                    f"sized ({error}): lower `power`, or size a larger difference (`ratio`).")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from fwbench.analysis.claims import wording
 from fwbench.analysis.comparisons import NOT_ESTIMABLE
 from fwbench.analysis.steady_state import CLASSES
+from fwbench.plan.sizing import axis_text
 from fwbench.report import formatting, tables
 from fwbench.report.formatting import fmt
 from fwbench.report.inputs import Inputs
@@ -51,8 +52,7 @@ def plan_value(key: str, value) -> str:
 def pilot_entry(entry: dict) -> str:
     """A sizing pilot's SD and what it sizes: "0.12 for resnet18 train", "0.09 for PyTorch's
     A/A control of lenet5 infer"."""
-    values = " ".join("x".join(map(str, v)) if isinstance(v, list) else plan_value(k, v)
-                      for k, v in entry.items() if k not in ("sd", "framework"))
+    values = " ".join(axis_text(v) for k, v in entry.items() if k not in ("sd", "framework"))
     what = (f"{wording.label(entry['framework'])}'s A/A control of {values}"
             if "framework" in entry else values)
     return f"{plan_value('sd', entry['sd'])} for {what}"
