@@ -77,9 +77,10 @@ def adjacency_summary(trials: pd.DataFrame) -> dict:
         return {"recorded": False, "pairs": n}
     flags = pairs["pair_adjacent"].agg(lambda v: bool(all(_known(x) and bool(x) for x in v)))
     out = {"recorded": True, "pairs": n, "adjacent": int(flags.sum())}
-    for column in ("pair_gap_trials", "pair_gap_s"):
+    widest = {"max_pair_gap_trials": "pair_gap_trials", "max_pair_gap_s": "pair_gap_s"}
+    for key, column in widest.items():
         if column in frame and frame[column].notna().any():
-            out[f"max_{column}"] = float(pd.to_numeric(frame[column], errors="coerce").max())
+            out[key] = float(pd.to_numeric(frame[column], errors="coerce").max())
     return out
 
 
