@@ -90,12 +90,21 @@ def _run_dir(path: str) -> Path:
 def _rebuild_command(args) -> int:
     from fwbench.analysis.run_folder import saved_config, trial_files
     from fwbench.measure.results import load_trial
-    from fwbench.workflow.manifest import MANIFEST, check_manifest, write_manifest
+    from fwbench.workflow.manifest import (
+        MANIFEST,
+        NO_HARFBUZZ,
+        check_manifest,
+        subsets_fonts_with_harfbuzz,
+        write_manifest,
+    )
     from fwbench.workflow.rebuild import rebuild_arguments
 
     if args.preliminary and not args.record:
         raise FwbenchError("--preliminary records a run that failed the shipping gate: give it "
                            "with --record")
+    if args.record and not subsets_fonts_with_harfbuzz():
+        # Its PDF's checksum would match no rebuild on a machine that has it (every other one).
+        raise FwbenchError(f"refused to record: {NO_HARFBUZZ}, and record again")
     run_dir = _run_dir(args.run_dir)
     saved_config(run_dir)   # a config or result that does not read stops here, not in Snakemake
     for path in trial_files(run_dir, controls=None):

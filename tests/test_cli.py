@@ -100,6 +100,19 @@ def test_a_missing_snakemake_names_the_fix(tmp_path, monkeypatch, capsys):
     assert "Snakemake is not installed beside fwbench" in err and "make .venv/.installed" in err
 
 
+def test_record_refuses_a_machine_whose_pdf_fonts_would_differ(tmp_path, monkeypatch, capsys):
+    # HarfBuzz-Subset is a system library; which one WeasyPrint found is faked here
+    from fwbench.workflow import manifest
+
+    run_dir = tmp_path / "results" / "r"
+    (run_dir / "cells").mkdir(parents=True)
+    monkeypatch.setattr(manifest, "subsets_fonts_with_harfbuzz", lambda: False)
+    assert cli.main(["rebuild", str(run_dir), "--record"]) == 2
+    err = capsys.readouterr().err
+    assert "refused to record: this machine lacks HarfBuzz-Subset" in err
+    assert "libharfbuzz-subset0" in err and not (run_dir / "rebuild.sha256").exists()
+
+
 def test_a_run_without_its_saved_config_is_not_rebuilt_from_another(tmp_path, capsys):
     run_dir = tmp_path / "results" / "r"
     (run_dir / "cells").mkdir(parents=True)

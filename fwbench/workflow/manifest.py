@@ -163,12 +163,16 @@ def subsets_fonts_with_harfbuzz() -> bool:
     return bool(harfbuzz_subset) and bool(harfbuzz.hb_version_atleast(4, 1, 0))
 
 
+# What a machine without HarfBuzz-Subset lacks, and its remedy.
+NO_HARFBUZZ = ("this machine lacks HarfBuzz-Subset, so WeasyPrint subsets the PDF's fonts with "
+               "fontTools, in other bytes than a recorded PDF's: install libharfbuzz-subset0 on "
+               "Debian or Ubuntu, harfbuzz elsewhere")
+
+
 def _pdf_fonts() -> str:
     if subsets_fonts_with_harfbuzz():
         return ""
-    return (" (this machine lacks HarfBuzz-Subset, so WeasyPrint subset the fonts with fontTools,"
-            " in other bytes than the recorded PDF's: install libharfbuzz-subset0 on Debian or"
-            " Ubuntu, harfbuzz elsewhere, and rebuild)")
+    return f" ({NO_HARFBUZZ}, and rebuild)"
 
 
 def _is_kept(path: str) -> bool:
